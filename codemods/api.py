@@ -1,0 +1,111 @@
+"""The Python API: everything the CLI does, usable without click.
+
+    from codemods.api import migrate, Options
+    report = migrate(["path/to/repo"], Options(mode="diff"))
+    print(report.exit_code, report.rewrites)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from codemods import registry
+from codemods.config import Config, find_config
+from codemods.engine import pipeline
+from codemods.engine.discovery import discover
+from codemods.engine.runner import Plan, run_files
+from codemods.engine.source import SourceError, decode
+from codemods.helpers.codemod import FileContext
+from codemods.helpers.facts import RepoFacts, collect_facts
+from codemods.results import FileResult, Problem, Report, Status
+
+MODES = ("write", "diff", "check")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Run options. `None` means "take it from the target's config, else the default"."""
+
+    mode: str = "write"
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] | None = None
+    unsafe: bool | None = None
+    exclude: tuple[str, ...] = ()
+    device_name: str | None = None
+    jobs: int | None = None
+    max_bytes: int = 2_000_000
+    use_config: bool = True
+
+
+def transform_source(
+    source: str, specs: Sequence[registry.Spec] | None = None, path: str = "<string>", facts: RepoFacts | None = None
+) -> pipeline.Result:
+    """Migrate one module's text (default: every safe and review codemod)."""
+    chosen = registry.select() if specs is None else specs
+    if facts is None and any(s.codemod.USES_REPO_FACTS for s in chosen):
+        facts = collect_facts([(path, source)])
+    return pipeline.transform_source(source, chosen, FileContext(path=path, facts=facts or RepoFacts()))
+
+
+def _config(paths: Sequence[Path], options: Options) -> Config:
+    if not options.use_config or not paths:
+        return Config()
+    return find_config(paths[0])
+
+
+def _facts(files: Iterable[Path], specs: Sequence[registry.Spec]) -> RepoFacts:
+    """The cheap whole-repo first pass, only when a selected codemod asks for it."""
+    if not any(s.codemod.USES_REPO_FACTS for s in specs):
+        return RepoFacts()
+
+    def sources():
+        for path in files:
+            try:
+                text = decode(path.read_bytes()).text
+            except (OSError, SourceError):
+                continue
+            if "class " in text or "DataParallel" in text:
+                yield str(path), text
+
+    return collect_facts(sources())
+
+
+def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, list[Path], list[Problem]]:
+    """Resolve config and options, discover files: what `migrate` will do, without doing it."""
+    if options.mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {options.mode!r}")
+    config = _config(paths, options)
+    specs = registry.select(
+        options.select if options.select is not None else config.select,
+        options.ignore if options.ignore is not None else config.ignore,
+        options.unsafe if options.unsafe is not None else config.unsafe,
+    )
+    found = discover(paths, exclude=(*config.exclude, *options.exclude))
+    problems = [Problem(str(p), 0, f"cannot read: {why}") for p, why in found.unreadable]
+    plan = Plan(
+        specs=specs,
+        mode=options.mode,
+        device_name=options.device_name or config.device_name,
+        facts=_facts(found.files, specs),
+        per_file_ignores=config.per_file_ignores,
+        max_bytes=options.max_bytes,
+    )
+    return plan, config, found.files, problems
+
+
+def migrate(
+    paths: Sequence[str | Path],
+    options: Options | None = None,
+    on_start: Callable[[int], None] | None = None,
+    on_result: Callable[[FileResult], None] | None = None,
+) -> Report:
+    """Migrate every file under `paths` (write, or only diff/check) and return the report."""
+    options = options or Options()
+    plan, _, files, problems = plan_for([Path(p) for p in paths], options)
+    if on_start is not None:
+        on_start(len(files))
+    results = run_files([(f, str(f)) for f in files], plan, options.jobs, on_result)
+    results.extend(FileResult(p.path, Status.ERROR, problem=p) for p in problems)
+    return Report(files=results, mode=options.mode, codes=tuple(s.code for s in plan.specs))

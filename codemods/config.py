@@ -1,0 +1,118 @@
+"""`[tool.torch-migrate]` in pyproject.toml, or `[torch-migrate]` in setup.cfg, found upwards."""
+
+from __future__ import annotations
+
+import configparser
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+KEYS = ("select", "ignore", "unsafe", "exclude", "device-name", "per-file-ignores")
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Config:
+    source: Path | None = None
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    unsafe: bool = False
+    exclude: tuple[str, ...] = ()
+    device_name: str = "device"
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = field(default_factory=tuple)
+
+
+def _codes(value: object, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.replace("\n", ",").split(",") if v.strip())
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(v.strip() for v in value if v.strip())
+    raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
+
+
+def _bool(value: object, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"true", "false", "1", "0", "yes", "no"}:
+        return value.strip().lower() in {"true", "1", "yes"}
+    raise ConfigError(f"{where}: expected true or false, got {value!r}")
+
+
+def _parse(raw: dict, source: Path) -> Config:
+    where = f"{source}"
+    unknown = sorted(set(raw) - set(KEYS) - {k.replace("-", "_") for k in KEYS})
+    if unknown:
+        raise ConfigError(f"{where}: unknown option(s) {', '.join(unknown)} (known: {', '.join(KEYS)})")
+    get = lambda key: raw.get(key, raw.get(key.replace("-", "_")))  # noqa: E731
+    per_file = get("per-file-ignores") or {}
+    if isinstance(per_file, str):  # setup.cfg: "glob: TM1, TM2" lines
+        pairs = [line.split(":", 1) for line in per_file.splitlines() if line.strip()]
+        if any(len(p) != 2 for p in pairs):
+            raise ConfigError(f"{where}: per-file-ignores lines must read 'glob: CODES'")
+        per_file = {k.strip(): v for k, v in pairs}
+    if not isinstance(per_file, dict):
+        raise ConfigError(f"{where}: per-file-ignores must map globs to codes")
+    device = get("device-name") or "device"
+    if not isinstance(device, str) or not device.isidentifier():
+        raise ConfigError(f"{where}: device-name must be a Python identifier, got {device!r}")
+    select = get("select")
+    return Config(
+        source=source,
+        select=_codes(select, f"{where}: select") if select is not None else None,
+        ignore=_codes(get("ignore") or [], f"{where}: ignore"),
+        unsafe=_bool(get("unsafe") or False, f"{where}: unsafe"),
+        exclude=_codes(get("exclude") or [], f"{where}: exclude"),
+        device_name=device,
+        per_file_ignores=tuple(
+            (glob, _codes(codes, f"{where}: per-file-ignores[{glob!r}]")) for glob, codes in per_file.items()
+        ),
+    )
+
+
+def _from_pyproject(path: Path) -> Config | None:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    section = data.get("tool", {}).get("torch-migrate")
+    if section is None:
+        return None
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [tool.torch-migrate] must be a table")
+    return _parse(section, path)
+
+
+def _from_setup_cfg(path: Path) -> Config | None:
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(path, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot parse: {exc}") from None
+    if not parser.has_section("torch-migrate"):
+        return None
+    return _parse(dict(parser.items("torch-migrate")), path)
+
+
+def find_config(start: Path) -> Config:
+    """The first configuration found from `start` upwards (defaults when there is none)."""
+    here = start.resolve()
+    if not here.is_dir():
+        here = here.parent
+    for directory in (here, *here.parents):
+        for name, reader in (("pyproject.toml", _from_pyproject), ("setup.cfg", _from_setup_cfg)):
+            candidate = directory / name
+            if candidate.is_file():
+                found = reader(candidate)
+                if found is not None:
+                    return found
+    return Config()

@@ -1,0 +1,123 @@
+"""Which files a run covers: `.py` (and `.ipynb`) under the given paths, minus what never is code."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+SKIP_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", ".eggs", "build", "dist",
+        "site-packages", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache",
+        ".ruff_cache", ".ipynb_checkpoints", ".torch-migrate-cache",
+    }
+)  # fmt: skip
+SUFFIXES = (".py",)
+
+
+@dataclass
+class Discovered:
+    files: list[Path] = field(default_factory=list)
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def _excluded(rel: str, patterns: Sequence[str]) -> bool:
+    parts = rel.split("/")
+    for pattern in patterns:
+        pattern = pattern.strip().rstrip("/")
+        if not pattern:
+            continue
+        if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(rel, pattern + "/*"):
+            return True
+        if "/" not in pattern and any(fnmatch.fnmatch(part, pattern) for part in parts):
+            return True
+    return False
+
+
+def _skipped_dir(path: Path, name: str) -> bool:
+    return name in SKIP_DIRS or (path / "pyvenv.cfg").exists()
+
+
+def _git_listing(directory: Path) -> list[str] | None:
+    """Files git would consider (tracked + untracked, .gitignore honoured), or None outside git."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(directory), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
+            capture_output=True,
+            check=True,
+            timeout=60,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root)
+        return True
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: symlink loop on older Pythons
+        return False
+
+
+def _walk(directory: Path, found: Discovered) -> Iterable[Path]:
+    def onerror(exc: OSError) -> None:
+        found.unreadable.append((Path(exc.filename or directory), exc.strerror or str(exc)))
+
+    for current, dirs, files in os.walk(directory, onerror=onerror, followlinks=False):
+        here = Path(current)
+        dirs[:] = sorted(d for d in dirs if not _skipped_dir(here / d, d))
+        for name in sorted(files):
+            yield here / name
+
+
+def discover(
+    paths: Sequence[Path], exclude: Sequence[str] = (), suffixes: Sequence[str] = SUFFIXES
+) -> Discovered:
+    """Files to migrate, sorted and de-duplicated. Explicitly named files are always included."""
+    found = Discovered()
+    seen: set[Path] = set()
+
+    def add(path: Path, root: Path) -> None:
+        if not path.name.endswith(tuple(suffixes)):
+            return
+        if path.is_symlink() and not _inside(path, root):
+            return  # never follow a link out of the tree we were asked to migrate
+        try:
+            if not path.is_file():
+                return  # a directory called x.py, a dangling link, a socket
+            key = path.resolve()
+        except OSError as exc:
+            found.unreadable.append((path, exc.strerror or str(exc)))
+            return
+        if key not in seen:
+            seen.add(key)
+            found.files.append(path)
+
+    for given in paths:
+        given = Path(given)
+        if not given.exists() and not given.is_symlink():
+            found.unreadable.append((given, "no such file or directory"))
+            continue
+        if not given.is_dir():
+            if given.name.endswith(tuple(suffixes)):
+                add(given, given.resolve().parent)
+            continue
+        root = given.resolve()
+        listing = _git_listing(given)
+        candidates = (given / rel for rel in listing) if listing is not None else _walk(given, found)
+        # Untracked virtualenvs are not always ignored; each has a pyvenv.cfg at its top.
+        venvs = tuple(rel[: -len("pyvenv.cfg")] for rel in listing or () if rel.endswith("pyvenv.cfg"))
+        for path in candidates:
+            rel = path.relative_to(given).as_posix()
+            if any(part in SKIP_DIRS for part in rel.split("/")[:-1]) or (venvs and rel.startswith(venvs)):
+                continue
+            if _excluded(rel, exclude):
+                continue
+            add(path, root)
+    found.files.sort()
+    return found

@@ -1,0 +1,137 @@
+"""Parse once, run the selected codemods in order, check the output: the per-file heart of the tool."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import libcst as cst
+from libcst.codemod import CodemodContext, SkipFile
+
+from codemods.helpers.codemod import FileContext
+from codemods.helpers.noqa import noqa_lines
+from codemods.registry import Spec
+from codemods.results import Finding, Problem
+
+
+@dataclass(frozen=True)
+class Result:
+    code: str
+    changed: bool = False
+    parsed: bool = False
+    rewrites: dict[str, int] | None = None
+    findings: tuple[Finding, ...] = ()
+    problem: Problem | None = None
+    notes: tuple[str, ...] = ()
+
+
+def _compile_error(code: str, path: str) -> SyntaxError | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning for "\d" and friends is not ours to print
+            compile(code, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return exc
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return SyntaxError(str(exc) or type(exc).__name__)
+    return None
+
+
+def _parse(text: str, path: str) -> cst.Module | Problem:
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        # CPython's message is the one users know ("Missing parentheses in call to 'print'").
+        python = _compile_error(text, path)
+        if python is not None:
+            return Problem(path, python.lineno or exc.raw_line, f"syntax error: {python.msg}")
+        return Problem(path, exc.raw_line, f"libcst cannot parse this file: {exc.message}")
+    except (RecursionError, MemoryError) as exc:
+        return Problem(path, 0, f"too deeply nested to parse ({type(exc).__name__})")
+    except Exception as exc:  # libcst's native parser raises plain exceptions on some inputs
+        return Problem(path, 0, f"libcst cannot parse this file: {exc}")
+
+
+def _run(tree: cst.Module, specs: Sequence[Spec], file: FileContext):
+    """Run `specs` over `tree`; returns (tree, rewrites, findings) or raises _CodemodFailed."""
+    rewrites: dict[str, int] = {}
+    findings: list[Finding] = []
+    for spec in specs:
+        # A fresh context per codemod: chained codemods sharing one re-apply each other's imports.
+        codemod = spec.codemod(CodemodContext(filename=file.path), file)
+        try:
+            new = codemod.transform_module(tree)
+        except SkipFile:
+            continue
+        except Exception as exc:
+            raise _CodemodFailed(spec.code, f"{type(exc).__name__}: {exc}") from exc
+        findings.extend(codemod.findings)
+        if codemod.rewrites:
+            rewrites[spec.code] = codemod.rewrites
+            tree = new
+    return tree, rewrites, findings
+
+
+class _CodemodFailed(Exception):
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+def _culprit(tree: cst.Module, specs: Sequence[Spec], file: FileContext) -> str:
+    """Replay the pipeline one codemod at a time; the first whose output stops compiling."""
+    for spec in specs:
+        tree, rewrites, _ = _run(tree, [spec], file)
+        if rewrites and _compile_error(tree.code, file.path) is not None:
+            return spec.code
+    return specs[-1].code if specs else "?"
+
+
+def transform_source(source: str, specs: Sequence[Spec], file: FileContext | None = None) -> Result:
+    """Migrate one module's text with `specs` (in the given order, normally PIPELINE order).
+
+    Never raises for bad input: problems come back in `Result.problem`, with the text unchanged.
+    """
+    file = file or FileContext()
+    firing = [s for s in specs if s.fires_on(source)]
+    if not firing:
+        return Result(code=source)
+    file = replace(file, noqa=noqa_lines(source))
+
+    tree = _parse(source, file.path)
+    if isinstance(tree, Problem):
+        return Result(code=source, problem=tree)
+    try:
+        new_tree, rewrites, findings = _run(tree, firing, file)
+    except _CodemodFailed as exc:
+        return Result(
+            code=source, parsed=True, problem=Problem(file.path, 0, f"internal error: {exc.reason}", exc.code)
+        )
+    found = tuple(findings)
+    if not rewrites:
+        return Result(code=source, parsed=True, findings=found)
+
+    code = new_tree.code
+    if code == source:
+        return Result(code=source, parsed=True, findings=found)
+    if tree.code != source:
+        reason = "libcst cannot reproduce this file byte-for-byte; not rewritten, to avoid spurious changes"
+        return Result(code=source, parsed=True, findings=found, problem=Problem(file.path, 0, reason))
+
+    # The output guard: never hand back code that does not parse and compile.
+    error = _compile_error(code, file.path)
+    if error is None:
+        reparsed = _parse(code, file.path)
+        if isinstance(reparsed, Problem):
+            error = SyntaxError(reparsed.reason)
+    if error is not None:
+        original = _compile_error(source, file.path)
+        if original is not None:
+            reason = f"does not compile with this Python ({original.msg}); left as it is"
+            return Result(code=source, parsed=True, problem=Problem(file.path, original.lineno or 0, reason))
+        culprit = _culprit(tree, firing, file)
+        reason = f"internal error: the rewrite would not compile ({error.msg}); file left untouched"
+        return Result(code=source, parsed=True, problem=Problem(file.path, error.lineno or 0, reason, culprit))
+    return Result(code=code, changed=True, parsed=True, rewrites=rewrites, findings=found)

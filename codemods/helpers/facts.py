@@ -1,0 +1,107 @@
+"""Whole-repository facts from a cheap first pass with Python's own `ast` (11x faster than libcst).
+
+Per-file codemods cannot see other files; some decisions need to (is `Net` an `nn.Module`? is this
+class a `Dataset`?). `collect_facts` reads every candidate file once, and the resulting frozen
+`RepoFacts` is handed to every codemod.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Iterable
+
+# Bases that make a class an nn.Module / a Dataset, by their imported dotted name.
+_MODULE_ROOTS = ("torch.nn.", "torch.nn.Module")
+_DATASET_ROOTS = ("torch.utils.data.Dataset", "torch.utils.data.dataset.", "torch.utils.data.IterableDataset")
+
+
+@dataclass(frozen=True)
+class RepoFacts:
+    module_classes: frozenset[str] = field(default_factory=frozenset)
+    """Names of classes (bare, repo-wide) that subclass `torch.nn.Module`, directly or not."""
+    dataset_classes: frozenset[str] = field(default_factory=frozenset)
+    """Names of classes that subclass `torch.utils.data.Dataset`, directly or not."""
+    dataparallel_files: frozenset[str] = field(default_factory=frozenset)
+    """Files (as given to the codemods) that wrap a model in DataParallel/DDP."""
+
+
+def _imports(tree: ast.Module) -> dict[str, str]:
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    aliases[a.asname] = a.name
+                else:
+                    aliases.setdefault(a.name.split(".")[0], a.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+    return aliases
+
+
+def _dotted(expr: ast.expr) -> str | None:
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+def _resolve(name: str, aliases: dict[str, str]) -> str:
+    head, _, rest = name.partition(".")
+    target = aliases.get(head)
+    if target is None:
+        return name
+    return f"{target}.{rest}" if rest else target
+
+
+def collect_facts(sources: Iterable[tuple[str, str]]) -> RepoFacts:
+    """Facts from `(path, text)` pairs; files that do not parse are simply skipped here."""
+    bases: dict[str, set[str]] = {}
+    parallel: set[str] = set()
+    for path, text in sources:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        aliases = _imports(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                names = bases.setdefault(node.name, set())
+                for base in node.bases:
+                    d = _dotted(base)
+                    if d is not None:
+                        names.add(_resolve(d, aliases))
+            elif isinstance(node, ast.Call) and ("DataParallel" in text or "DistributedDataParallel" in text):
+                d = _dotted(node.func)
+                if d and _resolve(d, aliases).rsplit(".", 1)[-1] in {"DataParallel", "DistributedDataParallel"}:
+                    parallel.add(path)
+    return RepoFacts(
+        module_classes=frozenset(_closure(bases, lambda b: b.startswith(_MODULE_ROOTS) and not _is_dataset(b))),
+        dataset_classes=frozenset(_closure(bases, _is_dataset)),
+        dataparallel_files=frozenset(parallel),
+    )
+
+
+def _is_dataset(base: str) -> bool:
+    return base.startswith(_DATASET_ROOTS)
+
+
+def _closure(bases: dict[str, set[str]], is_root) -> set[str]:
+    """Classes whose bases reach a root, through any chain of repo classes (by bare name)."""
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, parents in bases.items():
+            if name in found:
+                continue
+            if any(is_root(p) or p.rsplit(".", 1)[-1] in found for p in parents):
+                found.add(name)
+                changed = True
+    return found

@@ -1,0 +1,130 @@
+"""Resolve expressions to the qualified names their imports give them, without scope analysis.
+
+`QualifiedNameProvider` (scope analysis) costs about 9x a parse on real code (DESIGN §9). Nearly all
+of that buys precision for names shadowed inside functions, which legacy PyTorch code does not do
+with `torch`, `nn` or `F`. So this resolver reads the module's import statements once and maps each
+local name to the dotted name it was imported as. A name that the module *also* binds with `def` or
+`class` at the top level is treated as user code (a look-alike) and never resolved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+
+def dotted(expr: cst.BaseExpression) -> str | None:
+    """`a.b.c` as a string, or None when the expression is not a plain dotted name."""
+    parts: list[str] = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return None
+    parts.append(expr.value)
+    return ".".join(reversed(parts))
+
+
+def attribute_chain(name: str) -> cst.BaseExpression:
+    """Build `a.b.c` from a dotted string."""
+    head, *rest = name.split(".")
+    node: cst.BaseExpression = cst.Name(head)
+    for part in rest:
+        node = cst.Attribute(value=node, attr=cst.Name(part))
+    return node
+
+
+@dataclass
+class Imports:
+    """Local name -> imported dotted name, for one module."""
+
+    aliases: dict[str, str] = field(default_factory=dict)
+    shadowed: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, module: cst.Module) -> Imports:
+        collector = _ImportCollector()
+        module.visit(collector)
+        return cls(collector.aliases, collector.defined)
+
+    def resolve(self, expr: cst.BaseExpression) -> str | None:
+        """The qualified name `expr` refers to, if its head is an import of this module."""
+        name = dotted(expr)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        if head in self.shadowed:
+            return None
+        target = self.aliases.get(head)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def local_name_for(self, qualified: str) -> str | None:
+        """How this module can spell `qualified` with its existing imports (None if it cannot)."""
+        best: str | None = None
+        for local, target in self.aliases.items():
+            if local in self.shadowed:
+                continue
+            if qualified == target:
+                return local
+            if qualified.startswith(target + "."):
+                candidate = local + qualified[len(target) :]
+                if best is None or len(candidate) < len(best):
+                    best = candidate
+        return best
+
+
+class _ImportCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}
+        self.defined: set[str] = set()
+        self._depth = 0
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = dotted(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.aliases[alias.asname.name.value] = full
+            else:
+                head = full.split(".")[0]
+                # `import torch.nn` binds `torch`; keep an earlier, more specific mapping.
+                self.aliases.setdefault(head, head)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        module = dotted(node.module)
+        if module is None:
+            return
+        for alias in node.names:
+            name = dotted(alias.name)
+            if name is None:
+                continue
+            local = (
+                alias.asname.name.value
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
+                else name
+            )
+            self.aliases[local] = f"{module}.{name}"
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        if self._depth == 0:
+            self.defined.add(node.name.value)
+        self._depth += 1
+        return True
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._depth -= 1
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        if self._depth == 0:
+            self.defined.add(node.name.value)
+        self._depth += 1
+        return True
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._depth -= 1

@@ -1,0 +1,134 @@
+"""The plain data a migration produces: findings, per-file results and the run's report.
+
+Everything here is a frozen dataclass of builtins so that it pickles across process pools and
+Dask workers and serialises to JSON without custom encoders.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+
+class Status(str, enum.Enum):
+    UNCHANGED = "unchanged"  # nothing to do (or only findings)
+    CHANGED = "changed"  # rewritten (or would be, under --diff/--check)
+    SKIPPED = "skipped"  # no selected codemod can fire: never parsed
+    ERROR = "error"  # could not be processed; left untouched
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something a codemod saw but did not (or may not) rewrite, or a rewrite to review."""
+
+    code: str
+    path: str
+    line: int
+    column: int
+    message: str
+    safety: str
+    suggestion: str | None = None
+    kind: str = "finding"  # "finding": left as is; "review": rewritten, please review
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a file could not be processed. `code` names the codemod for internal errors."""
+
+    path: str
+    line: int
+    reason: str
+    code: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        culprit = f" [{self.code}]" if self.code else ""
+        return f"{where}: {self.reason}{culprit}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FileResult:
+    path: str
+    status: Status
+    rewrites: dict[str, int] = field(default_factory=dict)
+    findings: tuple[Finding, ...] = ()
+    problem: Problem | None = None
+    diff: str | None = None
+    notes: tuple[str, ...] = ()  # e.g. legacy-syntax repairs made before parsing
+
+    @property
+    def changed(self) -> bool:
+        return self.status is Status.CHANGED
+
+
+@dataclass
+class Report:
+    """The result of one `migrate()` run; owns the counters and the exit code."""
+
+    files: list[FileResult] = field(default_factory=list)
+    mode: str = "write"  # write | diff | check
+    codes: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> list[FileResult]:
+        return [f for f in self.files if f.status is Status.CHANGED]
+
+    @property
+    def problems(self) -> list[Problem]:
+        return [f.problem for f in self.files if f.problem is not None]
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [finding for f in self.files for finding in f.findings]
+
+    @property
+    def rewrites(self) -> Counter[str]:
+        total: Counter[str] = Counter()
+        for f in self.files:
+            total.update(f.rewrites)
+        return total
+
+    @property
+    def exit_code(self) -> int:
+        """Bitmask: 1 changes/findings remain (diff/check), 2 a file could not be processed."""
+        code = 0
+        if self.mode != "write" and (self.changed or self.findings):
+            code |= 1
+        if self.problems:
+            code |= 2
+        return code
+
+    def to_dict(self) -> dict:
+        return {
+            "version": 1,
+            "mode": self.mode,
+            "codemods": list(self.codes),
+            "summary": {
+                "files": len(self.files),
+                "changed": len(self.changed),
+                "skipped": sum(f.status is Status.SKIPPED for f in self.files),
+                "errors": len(self.problems),
+                "findings": len(self.findings),
+                "rewrites": dict(sorted(self.rewrites.items())),
+            },
+            "files": [
+                {
+                    "path": f.path,
+                    "status": f.status.value,
+                    "rewrites": dict(sorted(f.rewrites.items())),
+                    "findings": [x.to_dict() for x in f.findings],
+                    "error": f.problem.to_dict() if f.problem else None,
+                    "notes": list(f.notes),
+                }
+                for f in self.files
+                if f.status is not Status.SKIPPED
+            ],
+            "exit_code": self.exit_code,
+        }
