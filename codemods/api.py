@@ -95,6 +95,16 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
     return plan, config, found.files, problems
 
 
+def _display(path: Path) -> str:
+    """The path as users should read it: relative to the working directory when inside it."""
+    if not path.is_absolute():
+        return path.as_posix()
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
 def migrate(
     paths: Sequence[str | Path],
     options: Options | None = None,
@@ -106,6 +116,6 @@ def migrate(
     plan, _, files, problems = plan_for([Path(p) for p in paths], options)
     if on_start is not None:
         on_start(len(files))
-    results = run_files([(f, str(f)) for f in files], plan, options.jobs, on_result)
+    results = run_files([(f, _display(f)) for f in files], plan, options.jobs, on_result)
     results.extend(FileResult(p.path, Status.ERROR, problem=p) for p in problems)
     return Report(files=results, mode=options.mode, codes=tuple(s.code for s in plan.specs))

@@ -49,7 +49,7 @@ class Plan:
 
 def unified_diff(old: str, new: str, display: str) -> str:
     lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{display}", f"b/{display}"
+        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{display.lstrip('/')}", f"b/{display.lstrip('/')}"
     )
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
