@@ -33,7 +33,7 @@ class Plan:
     facts: RepoFacts = field(default_factory=RepoFacts)
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     max_bytes: int = 2_000_000
-    cache_dir: str | None = None
+    root: str | None = None  # per-file-ignores globs are relative to this (the config's folder)
 
     def specs_for(self, rel: str) -> tuple[Spec, ...]:
         ignored = {
@@ -65,7 +65,7 @@ def process_file(path: Path, display: str, plan: Plan) -> FileResult:
     except OSError as exc:
         return FileResult(display, Status.ERROR, problem=Problem(display, 0, f"cannot read: {exc.strerror or exc}"))
 
-    specs = plan.specs_for(display)
+    specs = plan.specs_for(os.path.relpath(path.resolve(), plan.root) if plan.root else display)
     if not specs:
         return FileResult(display, Status.SKIPPED)
     try:
