@@ -111,3 +111,14 @@ def test_help_does_not_import_heavy_modules() -> None:
     code = "import sys, codemods.cli; print(sorted(m for m in ('libcst', 'rich', 'torch') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_bundled_example_diff_then_migrate_then_check_is_clean(project) -> None:
+    root = project("legacy_classifier")
+    before = (root / "classifier" / "train.py").read_text()
+    diff = invoke("run", str(root), "--diff")
+    assert diff.exit_code == 1
+    assert '+    return nn.CrossEntropyLoss(reduction="sum")' in diff.output
+    assert (root / "classifier" / "train.py").read_text() == before
+    assert invoke("run", str(root)).exit_code == 0
+    assert invoke("run", str(root), "--check").exit_code == 0
