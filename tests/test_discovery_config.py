@@ -37,7 +37,7 @@ def test_skips_environments_builds_and_caches(tmp_path: Path) -> None:
         },
     )  # fmt: skip
     (tmp_path / "x.py").mkdir()  # a directory named like a module
-    assert _rel(discover([tmp_path]), tmp_path) == ["pkg/model.py"]
+    assert _rel(discover([tmp_path]), tmp_path) == ["pkg/data.ipynb", "pkg/model.py"]
 
 
 def test_symlinks_out_of_the_tree_and_loops_are_not_followed(tmp_path: Path) -> None:
