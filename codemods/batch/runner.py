@@ -4,9 +4,10 @@ so the same function runs in-process, in a process pool or on a Dask worker."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from codemods import __version__, registry
@@ -71,12 +72,13 @@ def _counts(side) -> dict[str, int] | None:
 def _verify_and_apply(clone: Path, entry: RepoEntry, settings: BatchSettings, result: RepoResult):
     """Verify, then write the verified migration into the clone. Returns (migration report, verdict, verify report)."""
     from codemods.api import Options, migrate
-    from codemods.verify import VerifyOptions, verify
 
     selection = dict(select=entry.select, ignore=entry.ignore, unsafe=entry.unsafe)
     if not settings.verify:
         report = migrate([str(clone)], Options(mode="write", **selection))
         return report, "not verified (--no-verify)", None
+    from codemods.verify import VerifyOptions, verify
+
     options = VerifyOptions(
         tests=entry.tests, probe=entry.probe, python=entry.python, device=entry.device, timeout=entry.timeout, **selection
     )
@@ -112,7 +114,8 @@ def process_repo(entry: RepoEntry, settings: BatchSettings) -> RepoResult:
             result.files_changed = len(report.changed)
             result.rewrites = dict(report.rewrites)
             result.findings = len(report.findings)
-            result.problems = [str(p) for p in report.problems]
+            # Paths relative to the repository: the clone's location is an accident of the work dir.
+            result.problems = [str(replace(p, path=os.path.relpath(p.path, clone))) for p in report.problems]
         if result.regressions or (checked is not None and checked.status == "regressions"):
             result.status = REGRESSIONS
             result.message = verdict + ("" if not settings.allow_regressions else "; committed anyway (--allow-regressions)")
