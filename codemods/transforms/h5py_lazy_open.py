@@ -8,6 +8,7 @@ import libcst as cst
 
 from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.facts import is_dataset_base
+from codemods.helpers.scope import ScopeNodes as _Scope
 from codemods.transforms.h5py_runtime import DESCRIPTOR, HELPER, LAZY
 
 H5_FILE = "h5py.File"
@@ -53,31 +54,6 @@ def _self_attribute(target: cst.BaseExpression, self_name: str) -> str | None:
 
 def _single_target(node: cst.Assign) -> cst.BaseExpression | None:
     return node.targets[0].target if len(node.targets) == 1 else None
-
-
-class _Scope(cst.CSTVisitor):
-    """Walk one function body, not descending into nested functions, classes or lambdas."""
-
-    def __init__(self) -> None:
-        self.nodes: list[cst.CSTNode] = []
-        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
-        self._stack: list[cst.CSTNode] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self._stack:
-            self.parents[node] = self._stack[-1]
-        self.nodes.append(node)
-        self._stack.append(node)
-        return not (len(self._stack) > 1 and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)))
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self._stack.pop()
-
-    @classmethod
-    def of(cls, function: cst.FunctionDef) -> _Scope:
-        scope = cls()
-        function.body.visit(scope)
-        return scope
 
 
 def _first_param(function: cst.FunctionDef) -> str | None:
@@ -271,7 +247,7 @@ class H5pyLazyOpen(MigrationCodemod):
             return None
         # __init__ and the methods it calls on `self` (one level: `self._open()`).
         scopes = [init]
-        for n in _Scope.of(init).nodes:
+        for n in _Scope.of(init.body).nodes:
             if (
                 isinstance(n, cst.Call)
                 and isinstance(n.func, cst.Attribute)
@@ -306,7 +282,7 @@ class H5pyLazyOpen(MigrationCodemod):
             name = _first_param(function)
             if name is None:
                 continue
-            for n in _Scope.of(function).nodes:
+            for n in _Scope.of(function.body).nodes:
                 if isinstance(n, cst.Expr) and isinstance(n.value, cst.Call) and not n.value.args:
                     func = n.value.func
                     if isinstance(func, cst.Attribute) and func.attr.value == "close":
@@ -317,7 +293,7 @@ class H5pyLazyOpen(MigrationCodemod):
 
     def _plan_scope(self, function: cst.FunctionDef, self_name: str, plan: _Plan) -> bool:
         """Add the lazy opens of one method to `plan`; False (with a finding) if undecidable."""
-        scope = _Scope.of(function)
+        scope = _Scope.of(function.body)
         opens = [n for n in scope.nodes if self._is_open(n) and not self.suppressed(n)]
         ok = True
         for call in opens:
