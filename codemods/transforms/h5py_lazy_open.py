@@ -20,7 +20,8 @@ COPYING = frozenset(
 
 
 def triggers() -> tuple[str, ...]:
-    return (r"\bh5py\b",)
+    # A bare literal: `re` finds it with a fast substring search (a leading `\b` is ~100x slower).
+    return (r"h5py",)
 
 
 def _read_chain(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, int]:
@@ -137,10 +138,10 @@ class H5pyLazyOpen(MigrationCodemod):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._depth = 0
         self._migrated: list[str] = []  # class names, in module order
         self._loader_classes: set[str] = set()
         self._dataset_classes: set[str] = set()
+        self._top_level: set[int] = set()  # id() of the module's own top-level classes
         self._module_handles: dict[str, cst.CSTNode] = {}
 
     # -- what the module says about itself ----------------------------------------------------
@@ -150,9 +151,9 @@ class H5pyLazyOpen(MigrationCodemod):
 
     def visit_Module(self, node: cst.Module) -> None:
         self._loader_classes = set(self.file.facts.loader_classes)
-        self._dataset_classes = {
-            s.name.value for s in node.body if isinstance(s, cst.ClassDef) and self._is_dataset(s)
-        }
+        top_level = [s for s in node.body if isinstance(s, cst.ClassDef)]
+        self._top_level = set(map(id, top_level))
+        self._dataset_classes = {s.name.value for s in top_level if self._is_dataset(s)}
         for statement in node.body:
             if isinstance(statement, cst.SimpleStatementLine):
                 for small in statement.body:
@@ -196,16 +197,16 @@ class H5pyLazyOpen(MigrationCodemod):
                 return
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._depth += 1
-        if self._depth == 1 and node.name.value in self._dataset_classes:
+        if id(node) in self._top_level and node.name.value in self._dataset_classes:
             self._report_module_handles(node)
 
     def _report_module_handles(self, node: cst.ClassDef) -> None:
         if not self._module_handles:
             return
         used = {n.value for n in _names_in(node)}
-        for name, assign in self._module_handles.items():
+        for name, assign in list(self._module_handles.items()):
             if name in used:
+                del self._module_handles[name]  # one finding per handle, however many datasets read it
                 self.finding(
                     assign,
                     f"h5py file `{name}` is opened at module level and read by dataset `{node.name.value}`:"
@@ -216,8 +217,7 @@ class H5pyLazyOpen(MigrationCodemod):
     # -- the rewrite ------------------------------------------------------------------------------
 
     def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
-        self._depth -= 1
-        if self._depth != 0 or original_node.name.value not in self._dataset_classes:
+        if id(original_node) not in self._top_level or original_node.name.value not in self._dataset_classes:
             return updated_node
         plan = self._plan(original_node)
         if plan is None or not plan.opens:
