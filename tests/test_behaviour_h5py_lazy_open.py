@@ -101,6 +101,7 @@ def test_original_keeps_files_open_and_cannot_be_pickled(env):
 
 
 @pytest.mark.skipif("spawn" not in START_METHODS, reason="no spawn start method on this platform")
+@pytest.mark.filterwarnings("ignore:Got pickle error")
 def test_original_fails_with_spawn_workers(env):
     dataset = build(env, "before")[0]
     with pytest.raises(TypeError, match="pickle"):

@@ -271,6 +271,12 @@ class H5pyLazyOpen(MigrationCodemod):
             return None
 
         taken = _class_level_names(node)
+        if "__slots__" in taken:
+            self.finding(
+                plan.opens[0],
+                f"`{node.name.value}` has `__slots__` (no instance `__dict__` for the lazy handle); open it lazily by hand",
+            )
+            return None
         clash = [a for a in plan.attributes if a in taken]
         if clash:
             self.finding(
