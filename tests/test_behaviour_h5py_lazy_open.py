@@ -50,11 +50,12 @@ def env(tmp_path_factory):
     with h5py.File(data, "w") as f:
         f["frames"] = rng.standard_normal((ROWS, 3)).astype("f4")
         f["labels"] = np.arange(ROWS) * 100
+        f["x"] = rng.standard_normal((ROWS, 3)).astype("f4")
         f["data"] = rng.standard_normal((ROWS, 3)).astype("f4")
         f["label"] = rng.standard_normal((ROWS, 3)).astype("f4")
         f["fc/feats"] = rng.standard_normal((ROWS, 2)).astype("f4")
     spec = registry.get("TM201")
-    for case in ("basic", "aliases", "helper_method"):
+    for case in ("basic", "aliases", "helper_method", "subclass"):
         source = (CASES / f"{case}.in.py").read_text()
         result = transform_source(source, [spec])
         assert result.changed and result.problem is None
@@ -172,3 +173,14 @@ def test_close_and_del_keep_working(env):
     assert open_files() == before
     del dataset  # __del__ calls close() again: nothing to close, no error
     assert open_files() == before
+
+
+def test_subclass_reading_in_its_init_closes_again(env):
+    before_module = importlib.import_module("tm201_subclass_before")
+    after_module = importlib.import_module("tm201_subclass_after")
+    baseline = open_files()
+    after = after_module.WithStats(env.data)
+    assert open_files() == baseline
+    before = before_module.WithStats(env.data)
+    assert after.mean == before.mean
+    assert [_plain(after[i]) for i in range(ROWS)] == [_plain(before[i]) for i in range(ROWS)]

@@ -82,8 +82,9 @@ class H5pyLazyOpen(MigrationCodemod):
     becomes an `_H5Lazy(...)` with the same arguments, and the attribute a `_H5PerProcess`
     descriptor. Reading `self.f` opens the file in the current process on first use and reuses
     the handle afterwards; `__init__` closes whatever it opened (metadata such as lengths can
-    still be read there); `self.f.close()` closes this process's handle. Both helpers are written
-    into the migrated module. A `with` block or a lazy open is left alone. A handle opened at
+    still be read there), and so does the `__init__` of a subclass in the same module that reads
+    the file again; `self.f.close()` closes this process's handle. Both helpers are written into
+    the migrated module. A `with` block or a lazy open is left alone. A handle opened at
     module level and used by a Dataset, or passed into one, is reported.
 
     ## Why is this bad?
@@ -139,6 +140,7 @@ class H5pyLazyOpen(MigrationCodemod):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._migrated: list[str] = []  # class names, in module order
+        self._lazy_attributes: dict[str, set[str]] = {}  # class name -> attributes holding an _H5Lazy
         self._loader_classes: set[str] = set()
         self._dataset_classes: set[str] = set()
         self._top_level: set[int] = set()  # id() of the module's own top-level classes
@@ -221,7 +223,7 @@ class H5pyLazyOpen(MigrationCodemod):
             return updated_node
         plan = self._plan(original_node)
         if plan is None or not plan.opens:
-            return updated_node
+            return self._subclass(original_node, updated_node)
         for call in plan.opens:
             self.rewrite(
                 call,
@@ -231,7 +233,41 @@ class H5pyLazyOpen(MigrationCodemod):
                 " (DataLoader workers each open their own); `__init__` closes what it opened",
             )
         self._migrated.append(original_node.name.value)
+        self._lazy_attributes[original_node.name.value] = set(plan.attributes) | self._inherited(original_node)
         return _ClassRewriter(plan, self._init(original_node)).rewrite(original_node)
+
+    def _inherited(self, node: cst.ClassDef) -> set[str]:
+        """Lazy attributes this class inherits from classes migrated earlier in the module."""
+        found: set[str] = set()
+        for base in node.bases:
+            if isinstance(base.value, cst.Name):
+                found |= self._lazy_attributes.get(base.value.value, set())
+        return found
+
+    def _subclass(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        """A subclass whose `__init__` reads a lazy attribute after `super().__init__()` has closed it
+        reopens the file there: it must close it again before returning."""
+        inherited = self._inherited(original_node)
+        init = self._init(original_node)
+        self_name = _first_param(init) if init is not None else None
+        if not inherited or self_name is None:
+            return updated_node
+        self._lazy_attributes[original_node.name.value] = inherited
+        reads = [
+            n
+            for n in _Scope.of(init.body).nodes
+            if isinstance(n, cst.Attribute) and _self_attribute(n, self_name) in inherited
+        ]
+        if not reads:
+            return updated_node
+        self.rewrite(
+            reads[0],
+            reads[0],
+            reads[0],
+            review=f"`{original_node.name.value}.__init__` reads an h5py file its base class now opens lazily;"
+            " it closes it before returning",
+        )
+        return _ClassRewriter(_Plan(), init).rewrite(original_node)
 
     def _init(self, node: cst.ClassDef) -> cst.FunctionDef | None:
         return _methods(node).get("__init__")
@@ -545,6 +581,8 @@ class _ClassRewriter(cst.CSTTransformer):
             )
             for a in self.plan.attributes
         ]
+        if not lines:
+            return node
         if at:
             lines[0] = lines[0].with_changes(leading_lines=(cst.EmptyLine(indent=False),))
         if at < len(body) and not any(line.comment is None for line in body[at].leading_lines):
