@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import Iterable
 
 from codemods.helpers.codemod import MigrationCodemod
-from codemods.transforms import loss_reduction
+from codemods.transforms import h5py_lazy_open, loss_accumulation, loss_reduction
 
 
 class Safety(str, enum.Enum):
@@ -45,6 +45,12 @@ class Spec:
 
 PIPELINE: tuple[Spec, ...] = (
     Spec("TM001", "loss-reduction", loss_reduction.LossReduction, Safety.SAFE, loss_reduction.triggers()),
+    # TM2xx after the TM1xx codemods: they rewrite `.cuda()`/`torch.load` inside datasets first,
+    # and TM201 then moves whole statements (the open) without having to know about devices.
+    Spec("TM201", "h5py-lazy-open", h5py_lazy_open.H5pyLazyOpen, Safety.REVIEW, h5py_lazy_open.triggers()),
+    # After TM003: `total += loss.data[0]` is already `loss.item()` there, and TM002 has removed
+    # `Variable(...)` wrappers that would hide a loss call from TM202.
+    Spec("TM202", "loss-accumulation", loss_accumulation.LossAccumulation, Safety.UNSAFE, loss_accumulation.triggers()),
 )
 
 _BY_KEY = {**{s.code: s for s in PIPELINE}, **{s.name: s for s in PIPELINE}}
