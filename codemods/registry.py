@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import Iterable
 
 from codemods.helpers.codemod import MigrationCodemod
-from codemods.transforms import loss_reduction
+from codemods.transforms import dataparallel_to_ddp, loss_reduction
 
 
 class Safety(str, enum.Enum):
@@ -45,6 +45,15 @@ class Spec:
 
 PIPELINE: tuple[Spec, ...] = (
     Spec("TM001", "loss-reduction", loss_reduction.LossReduction, Safety.SAFE, loss_reduction.triggers()),
+    # after TM101/TM102: their `.to(device)` is what TM103 moves inside the wrap; DDP must see the
+    # model on its device before wrapping.
+    Spec(
+        "TM103",
+        "dataparallel-to-ddp",
+        dataparallel_to_ddp.DataParallelToDDP,
+        Safety.REVIEW,
+        dataparallel_to_ddp.triggers(),
+    ),
 )
 
 _BY_KEY = {**{s.code: s for s in PIPELINE}, **{s.name: s for s in PIPELINE}}
