@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import Iterable
 
 from codemods.helpers.codemod import MigrationCodemod
-from codemods.transforms import dataparallel_to_ddp, loss_reduction
+from codemods.transforms import dataparallel_to_ddp, loss_reduction, state_dict_prefix
 
 
 class Safety(str, enum.Enum):
@@ -53,6 +53,14 @@ PIPELINE: tuple[Spec, ...] = (
         dataparallel_to_ddp.DataParallelToDDP,
         Safety.REVIEW,
         dataparallel_to_ddp.triggers(),
+    ),
+    # after TM103: it recognises TM103's `ddp_wrap(...)` as a wrapped model, and reuses its helpers.
+    Spec(
+        "TM104",
+        "state-dict-prefix",
+        state_dict_prefix.StateDictPrefix,
+        Safety.SAFE,
+        state_dict_prefix.triggers(),
     ),
 )
 
