@@ -64,11 +64,16 @@ class _Survey(cst.CSTVisitor):
         self.prints: list[cst.SimpleStatementLine] = []
         self.ifs: list[cst.If] = []
         self.names: set[str] = set()
+        self.not_names: set[int] = set()
+        self.methods: dict[tuple[int, str], cst.FunctionDef] = {}
         self.loggers: set[str] = set()
 
     # scopes
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.scopes.append(_Scope(node, self.scopes[-1].klass))
+        klass = self.scopes[-1].klass
+        if klass is not None and self.scopes[-1].func is None:
+            self.methods[(id(klass), node.name.value)] = node
+        self.scopes.append(_Scope(node, klass))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.scopes.pop()
@@ -110,8 +115,16 @@ class _Survey(cst.CSTVisitor):
     def visit_If(self, node: cst.If) -> None:
         self.ifs.append(node)
 
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.not_names.add(id(node.keyword))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.not_names.add(id(node.attr))
+
     def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
+        if id(node) not in self.not_names:
+            self.names.add(node.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.cm.qualified_name(node.func)
@@ -216,6 +229,24 @@ def _references(node: cst.CSTNode, name: str) -> bool:
             return True
 
     Finder.found = False
+    node.visit(Finder())
+    return Finder.found
+
+
+def _self_calls(node: cst.CSTNode) -> set[str]:
+    """Names of `self.method(...)` calls in `node`."""
+
+    class Finder(cst.CSTVisitor):
+        found: set[str] = set()
+
+        def visit_Call(self, n: cst.Call) -> None:
+            if isinstance(n.func, cst.Attribute) and m_self(n.func.value):
+                Finder.found.add(n.func.attr.value)
+
+    def m_self(e: cst.BaseExpression) -> bool:
+        return isinstance(e, cst.Name) and e.value == "self"
+
+    Finder.found = set()
     node.visit(Finder())
     return Finder.found
 
@@ -466,7 +497,7 @@ class DataParallelToDDP(MigrationCodemod):
     def _epoch_loops_for(self, loader: _Loader, survey: _Survey) -> list[cst.For]:
         found = []
         for loop, scope in survey.epoch_loops:
-            if loop in loader.inside or not _references(loop.body, loader.target):
+            if loop in loader.inside or not self._uses_loader(loop, scope, loader.target, survey):
                 continue
             if not isinstance(loop.body, cst.IndentedBlock):
                 continue
@@ -479,6 +510,19 @@ class DataParallelToDDP(MigrationCodemod):
                 continue
             found = [f for f in found if not _contains(loop, f)] + [loop]
         return found
+
+    def _uses_loader(self, loop: cst.For, scope: _Scope, target: str, survey: _Survey) -> bool:
+        """The epoch loop names the loader, or (for `self.x`) calls a method of its class that does."""
+        if _references(loop.body, target):
+            return True
+        if not target.startswith("self.") or scope.klass is None:
+            return False
+        called = _self_calls(loop.body)
+        return any(
+            _references(survey.methods[(id(scope.klass), name)].body, target)
+            for name in called
+            if (id(scope.klass), name) in survey.methods
+        )
 
     # -- rewriting -------------------------------------------------------------------------------
 
@@ -601,14 +645,15 @@ class DataParallelToDDP(MigrationCodemod):
         args = list(call.args)
         args[shuffle.index] = args[shuffle.index].with_changes(value=value)
         last = args[-1]
-        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        if isinstance(last.comma, cst.Comma) and "\n" in cst.Module(body=[]).code_for_node(last.comma):
-            comma = last.comma  # a multi-line call: the new argument goes on its own line
-            new = A.as_keyword(cst.Arg(cst.Name(sampler)), "sampler").with_changes(comma=last.comma)
-            args.append(new)
+        new = A.as_keyword(cst.Arg(cst.Name(sampler)), "sampler")
+        if "\n" in cst.Module(body=[]).code_for_node(last.comma) if isinstance(last.comma, cst.Comma) else False:
+            # one argument per line: the new one goes on its own line, after the last
+            between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else last.comma
+            args[-1] = last.with_changes(comma=between)
+            args.append(new.with_changes(comma=last.comma))
         else:
-            args[-1] = last.with_changes(comma=comma)
-            args.append(A.as_keyword(cst.Arg(cst.Name(sampler)), "sampler"))
+            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            args.append(new)
         make = cst.SimpleStatementLine(
             body=[
                 cst.Assign(
