@@ -25,7 +25,7 @@ NOT_MODELS = ("optim", "sched", "scaler")  # their state dicts have no `module.`
 
 
 def triggers() -> tuple[str, ...]:
-    return (r"\bstate_dict\b", r"\bDataParallel\b")
+    return (r"state_dict\b", r"\bDataParallel\b", r"""["']module\.["']""")
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -113,7 +113,16 @@ def _new_key_store(stmt: cst.CSTNode, new: str, key_expr, value_ok) -> bool:
     return isinstance(index, cst.Index) and key_expr(index.value) and value_ok(small.value)
 
 
-def strip_loop(init: cst.CSTNode, loop: cst.CSTNode) -> tuple[str, cst.BaseExpression, cst.BaseExpression, set[str]] | None:
+def _dict_type(expr: cst.BaseExpression, resolve) -> bool:
+    """`dict` or `collections.OrderedDict`, however imported."""
+    if isinstance(expr, cst.Name) and expr.value == "dict":
+        return True
+    return resolve(expr) in {"collections.OrderedDict", "typing.OrderedDict"}
+
+
+def strip_loop(
+    init: cst.CSTNode, loop: cst.CSTNode, resolve
+) -> tuple[str, cst.BaseExpression, cst.BaseExpression, set[str]] | None:
     """(new dict name, constructor, source, loop names) when `init; loop` is exactly a prefix strip."""
     small = _single(init)
     if not isinstance(small, cst.Assign) or len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
@@ -122,7 +131,7 @@ def strip_loop(init: cst.CSTNode, loop: cst.CSTNode) -> tuple[str, cst.BaseExpre
     ctor = small.value
     if isinstance(ctor, cst.Dict) and not ctor.elements:
         ctor = cst.Name("dict")
-    elif isinstance(ctor, cst.Call) and not ctor.args and (dotted(ctor.func) or "").split(".")[-1] in {"dict", "OrderedDict"}:
+    elif isinstance(ctor, cst.Call) and not ctor.args and _dict_type(ctor.func, resolve):
         ctor = ctor.func
     else:
         return None
@@ -169,7 +178,7 @@ def strip_loop(init: cst.CSTNode, loop: cst.CSTNode) -> tuple[str, cst.BaseExpre
     return None
 
 
-def strip_comprehension(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression, cst.BaseExpression] | None:
+def strip_comprehension(stmt: cst.CSTNode, resolve) -> tuple[str, cst.BaseExpression, cst.BaseExpression] | None:
     """(name, constructor, source) for `n = {strip(k): v for k, v in S.items()}` or the
     `OrderedDict((strip(k), v) for k, v in S.items())` form."""
     small = _single(stmt)
@@ -183,7 +192,7 @@ def strip_comprehension(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression, cst
     elif (
         isinstance(value, cst.Call)
         and len(value.args) == 1
-        and (dotted(value.func) or "").split(".")[-1] in {"dict", "OrderedDict"}
+        and _dict_type(value.func, resolve)
         and isinstance(value.args[0].value, cst.GeneratorExp)
         and isinstance(value.args[0].value.elt, cst.Tuple)
         and len(value.args[0].value.elt.elements) == 2
@@ -266,6 +275,15 @@ class StateDictPrefix(MigrationCodemod):
     USES_REPO_FACTS = True
     DESCRIPTION = "torch.save(dp_model.state_dict()) -> unwrap first; strip `module.` with consume_prefix_in_state_dict_if_present"
 
+    def transform_module(self, tree: cst.Module) -> cst.Module:
+        result = super().transform_module(tree)
+        # An import removed from the top leaves the blank lines that followed it at the top.
+        if result.body and tree.body and not tree.body[0].leading_lines and result.body[0].leading_lines:
+            first = result.body[0]
+            kept = [line for line in first.leading_lines if line.comment is not None]
+            result = result.with_changes(body=[first.with_changes(leading_lines=kept), *result.body[1:]])
+        return result
+
     def visit_Module(self, node: cst.Module) -> bool:
         self.needed: set[str] = set()
         self.consume = False
@@ -280,6 +298,10 @@ class StateDictPrefix(MigrationCodemod):
         self.scopes: list[cst.CSTNode] = [node]
         self.loaded[node] = _loaded_names(self, node.body)
         self.taken = _all_names(node)
+        self.replaced: list[cst.CSTNode] = []
+        collector = _HandStrips()
+        node.visit(collector)
+        self.hand_strips = collector.found
         return True
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -321,6 +343,13 @@ class StateDictPrefix(MigrationCodemod):
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         body = self._block(list(original_node.body), list(updated_node.body))
         module = updated_node if body is None else updated_node.with_changes(body=body)
+        for strip in self.hand_strips:
+            if not any(_contains(done, strip) for done in self.replaced):
+                self.finding(
+                    strip,
+                    "hand-written `module.` stripping that is not one of the recognised idioms: strip the "
+                    f'prefix with `{CONSUME_MODULE}.{CONSUME}(state_dict, "module.")`',
+                )
         if not self.rewrites:
             return updated_node
         if self.consume:
@@ -362,7 +391,7 @@ class StateDictPrefix(MigrationCodemod):
         return _line(f'{CONSUME}({name}, "{PREFIX}")\n')
 
     def _loop(self, init, loop, new_init, new_loop, rest) -> list | None:
-        found = strip_loop(init, loop)
+        found = strip_loop(init, loop, self.qualified_name)
         if found is None:
             return None
         name, ctor, source, loop_names = found
@@ -376,7 +405,7 @@ class StateDictPrefix(MigrationCodemod):
         return [first, second]
 
     def _comprehension(self, orig, new) -> list | None:
-        found = strip_comprehension(orig)
+        found = strip_comprehension(orig, self.qualified_name)
         if found is None:
             return None
         name, ctor, source = found
@@ -414,13 +443,17 @@ class StateDictPrefix(MigrationCodemod):
         strip = steps[:-1]
         ok = False
         if len(strip) == 2:
-            found = strip_loop(strip[0], strip[1])
+            found = strip_loop(strip[0], strip[1], self.qualified_name)
             ok = found is not None and found[0] == stripped.value and _code(found[2]) == source
         elif len(strip) == 1:
-            found = strip_comprehension(strip[0])
+            found = strip_comprehension(strip[0], self.qualified_name)
             ok = found is not None and found[0] == stripped.value and _code(found[2]) == source
         if not ok or [_code(a) for a in last[1].args[1:]] != [_code(a) for a in call.args[1:]]:
             return None
+        ctor = self.qualified_name(found[1])
+        if ctor is not None and "." in ctor:
+            module, _, obj = ctor.rpartition(".")
+            self.remove_unused_import(module, obj)  # only if nothing else uses it
         if not self.helpers_ok:
             return None
         self.needed.add("unwrap_model")
@@ -466,6 +499,12 @@ class StateDictPrefix(MigrationCodemod):
         result = self.rewrite(orig, new, cst.FlattenSentinel(replacement))
         return None if result is new else replacement
 
+    def rewrite(self, original, updated, replacement, *, review=None):
+        result = super().rewrite(original, updated, replacement, review=review)
+        if result is replacement:
+            self.replaced.append(original)
+        return result
+
     def _from_load(self, expr: cst.BaseExpression, direct: bool) -> bool:
         """`torch.load(...)` (subscripted by literals) when direct; else a name assigned only from it."""
         while isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
@@ -475,6 +514,36 @@ class StateDictPrefix(MigrationCodemod):
         if direct:
             return isinstance(expr, cst.Call) and self.qualified_name(expr.func) == "torch.load"
         return isinstance(expr, cst.Name) and expr.value in self.loaded.get(self.scopes[-1], set())
+
+
+class _HandStrips(cst.CSTVisitor):
+    """`x.replace("module.", ...)` and `x[len("module."):]`: stripping written by hand."""
+
+    def __init__(self) -> None:
+        self.found: list[cst.CSTNode] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if m.matches(node, m.Call(func=m.Attribute(attr=m.Name("replace")), args=[m.Arg(m.MatchIfTrue(_is_prefix)), m.ZeroOrMore()])):
+            self.found.append(node)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        lower = m.Call(func=m.Name("len"), args=[m.Arg(m.MatchIfTrue(_is_prefix))])
+        if m.matches(node, m.Subscript(slice=[m.SubscriptElement(m.Slice(lower=lower))])):
+            self.found.append(node)
+
+
+def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
+    class Finder(cst.CSTVisitor):
+        found = False
+
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if n is target:
+                Finder.found = True
+            return not Finder.found
+
+    Finder.found = False
+    node.visit(Finder())
+    return Finder.found
 
 
 def _load_call(small) -> tuple[cst.BaseExpression, cst.Call] | None:
@@ -494,9 +563,18 @@ def _all_names(node: cst.CSTNode) -> set[str]:
     class Names(cst.CSTVisitor):
         def __init__(self) -> None:
             self.found: set[str] = set()
+            self.skip: set[int] = set()
+
+        def visit_Attribute(self, n: cst.Attribute) -> None:
+            self.skip.add(id(n.attr))
+
+        def visit_Arg(self, n: cst.Arg) -> None:
+            if n.keyword is not None:
+                self.skip.add(id(n.keyword))
 
         def visit_Name(self, n: cst.Name) -> None:
-            self.found.add(n.value)
+            if id(n) not in self.skip:
+                self.found.add(n.value)
 
     v = Names()
     node.visit(v)
