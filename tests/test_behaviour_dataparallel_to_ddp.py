@@ -47,6 +47,8 @@ def migrated(tmp_path_factory) -> Path:
     assert {"TM103", "TM104"} <= set(result.rewrites or {})
     assert "DataParallel(" not in result.code.replace("DistributedDataParallel(", "")
     assert "torch_migrate" not in result.code and "codemods" not in result.code
+    again = transform_source(result.code, path="train.py")
+    assert not again.changed and again.code == result.code  # helpers are not added twice
     path = tmp_path_factory.mktemp("migrated") / "train.py"
     path.write_text(result.code)
     return path

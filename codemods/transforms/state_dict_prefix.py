@@ -25,7 +25,14 @@ NOT_MODELS = ("optim", "sched", "scaler")  # their state dicts have no `module.`
 
 
 def triggers() -> tuple[str, ...]:
-    return (r"state_dict\b", r"\bDataParallel\b", r"""["']module\.["']""")
+    """A wrapper (TM103's helpers name DistributedDataParallel), a load, or a hand-written strip."""
+    return (
+        r"DataParallel\b",
+        r"\bload_state_dict\b",
+        r"""["']module\.["']""",
+        r"\[7:\]",
+        r"""\.split\(["']\.["']\)""",
+    )
 
 
 def _code(node: cst.CSTNode) -> str:
