@@ -355,6 +355,7 @@ class DataParallelToDDP(MigrationCodemod):
         self.guard_lines: set[cst.SimpleStatementLine] = set()
         self.moved_ifs: dict[cst.If, list[int]] = {}
         self.guards: set[int] = set()
+        self.save_paths: dict[int, str] = {}
         self.launch = os.path.basename(self.file.path) if self.file.path != "<string>" else "train.py"
 
         for call, line, _ in survey.dp_calls:
@@ -368,7 +369,7 @@ class DataParallelToDDP(MigrationCodemod):
                 continue
             self.dp_sites[call] = model
         if not self.dp_sites:
-            return False
+            return True  # only `isinstance(m, DataParallel)` tests may change here
         clash = ddp.clashes(node, {"ddp_wrap", "ddp_sampler", "ddp_set_epoch", "is_main_process", "unwrap_model"})
         if clash:
             for call in self.dp_sites:
@@ -538,14 +539,12 @@ class DataParallelToDDP(MigrationCodemod):
         )
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        if not self.active:
-            return updated_node
-        if original_node in self.dp_sites:
+        if original_node in self.dp_sites and self.active:
             self.needed.add("ddp_wrap")
             model = A.bind(updated_node, ("module",))["module"].arg.value
             replacement = _call("ddp_wrap", model)
             return self.rewrite(original_node, updated_node, replacement, review=self._site_review(original_node))
-        if original_node in self.chains:
+        if original_node in self.chains and self.active:
             inner = updated_node.func.value
             if not (isinstance(inner, cst.Call) and dotted(inner.func) == "ddp_wrap"):
                 return updated_node  # the wrap itself was kept (noqa)
@@ -616,7 +615,9 @@ class DataParallelToDDP(MigrationCodemod):
                 body=cst.IndentedBlock(body=[updated_node.with_changes(leading_lines=[])]),
                 leading_lines=updated_node.leading_lines,
             )
-            what = "torch.save" if original_node in self.s.saves else "this output"
+            what = (
+                "torch.save (and a use of its file right after it)" if original_node in self.s.saves else "this output"
+            )
             result = self.rewrite(
                 original_node,
                 updated_node,
@@ -625,6 +626,9 @@ class DataParallelToDDP(MigrationCodemod):
             )
             if result is guarded:
                 self.guards.add(id(guarded))
+                path = self._saved_path(original_node)
+                if path is not None:
+                    self.save_paths[id(guarded)] = path
             return result
         return updated_node
 
@@ -703,22 +707,35 @@ class DataParallelToDDP(MigrationCodemod):
         head = updated_node.with_changes(body=updated_node.body.with_changes(body=kept))
         return self.rewrite(original_node, updated_node, cst.FlattenSentinel([head, *moved]), review=review)
 
+    def _saved_path(self, line: cst.SimpleStatementLine) -> str | None:
+        """The file a `torch.save(obj, path)` line writes, when `path` is a plain name."""
+        if line not in self.s.saves:
+            return None
+        call = line.body[0].value
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        f = positional[1] if len(positional) > 1 else next((a for a in call.args if a.keyword and a.keyword.value == "f"), None)
+        return dotted(f.value) if f is not None else None
+
     def _merge(self, body: list) -> list:
-        """Consecutive `if is_main_process():` blocks made here become one."""
+        """Consecutive `if is_main_process():` blocks made here become one; statements right after a
+        guarded `torch.save(obj, path)` that use `path` (copying the best checkpoint) join it: on
+        other ranks the file may not exist."""
         out: list = []
         for stmt in body:
             prev = out[-1] if out else None
-            if (
-                prev is not None
-                and id(stmt) in self.guards
-                and id(prev) in self.guards
-                and not any(l.comment for l in stmt.leading_lines)
-            ):
+            joins = prev is not None and not any(l.comment for l in stmt.leading_lines) and id(prev) in self.guards
+            if joins and id(stmt) in self.guards:
                 merged = prev.with_changes(body=prev.body.with_changes(body=[*prev.body.body, *stmt.body.body]))
-                self.guards.add(id(merged))
-                out[-1] = merged
+            elif joins and id(prev) in self.save_paths and _references(stmt, self.save_paths[id(prev)]):
+                merged = prev.with_changes(body=prev.body.with_changes(body=[*prev.body.body, stmt]))
             else:
                 out.append(stmt)
+                continue
+            self.guards.add(id(merged))
+            path = self.save_paths.get(id(prev)) or self.save_paths.get(id(stmt))
+            if path is not None:
+                self.save_paths[id(merged)] = path
+            out[-1] = merged
         return out
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
@@ -728,7 +745,7 @@ class DataParallelToDDP(MigrationCodemod):
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         if not self.active or not self.rewrites:
-            return updated_node
+            return updated_node  # (isinstance rewrites need no helpers)
         module = updated_node.with_changes(body=self._merge(list(updated_node.body))) if self.guards else updated_node
         for name in ddp.imports_for(self.needed | {"ddp_setup"}):
             self.add_needed_import(name)

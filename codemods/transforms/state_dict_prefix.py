@@ -236,7 +236,8 @@ class StateDictPrefix(MigrationCodemod):
 
     ## What it does
     `torch.save(model.state_dict(), ...)` where `model` is wrapped by `DataParallel`/DDP (or
-    TM103's `ddp_wrap`) in this file becomes `torch.save(unwrap_model(model).state_dict(), ...)`.
+    TM103's `ddp_wrap`) in this file becomes `torch.save(unwrap_model(model).state_dict(), ...)`;
+    the same inside the arguments of a project's `save_checkpoint(...)`-like function.
     In a repository that wraps models, `model.load_state_dict(torch.load(...))` (or a checkpoint
     loaded with `torch.load` and subscripted) first strips a `module.` prefix with
     `torch.nn.modules.utils.consume_prefix_in_state_dict_if_present` and loads into
@@ -321,7 +322,9 @@ class StateDictPrefix(MigrationCodemod):
         return updated_node
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.qualified_name(node.func) != "torch.save":
+        # torch.save, or a project's own `save_checkpoint(...)` / `save_model(...)` around it
+        name = dotted(node.func) or ""
+        if self.qualified_name(node.func) != "torch.save" and "save" not in name.rsplit(".", 1)[-1].lower():
             return
         for arg in node.args:
             arg.value.visit(_StateDictCalls(self))
@@ -648,7 +651,7 @@ class _Wrapped(cst.CSTVisitor):
 
 
 class _StateDictCalls(cst.CSTVisitor):
-    """`<wrapped>.state_dict()` inside a torch.save argument."""
+    """`<wrapped>.state_dict()` inside an argument of torch.save or of a `save...()` function."""
 
     def __init__(self, cm: StateDictPrefix) -> None:
         self.cm = cm
