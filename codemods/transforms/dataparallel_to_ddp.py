@@ -15,6 +15,8 @@ from codemods.helpers.names import dotted
 DATAPARALLEL = frozenset(
     {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}
 )
+DDP_NAME = "torch.nn.parallel.DistributedDataParallel"
+DDP = frozenset({DDP_NAME, "torch.nn.parallel.distributed.DistributedDataParallel"})
 DATALOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 LOADER_POSITIONAL = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")
 # A condition that decides "several GPUs, so wrap": under torchrun every process must wrap.
@@ -560,23 +562,43 @@ class DataParallelToDDP(MigrationCodemod):
             isinstance(original_node.func, cst.Name)
             and original_node.func.value == "isinstance"
             and len(original_node.args) == 2
-            and self.qualified_name(original_node.args[1].value) in DATAPARALLEL
+            and not A.has_star_args(original_node)
         ):
-            kinds = cst.Tuple(
-                [
-                    cst.Element(updated_node.args[1].value),
-                    cst.Element(cst.parse_expression("torch.nn.parallel.DistributedDataParallel")),
-                ]
-            )
-            self.add_needed_import("torch")
-            args = [updated_node.args[0], updated_node.args[1].with_changes(value=kinds)]
-            return self.rewrite(
-                original_node,
-                updated_node,
-                updated_node.with_changes(args=args),
-                review="a DataParallel type test now also accepts DistributedDataParallel",
-            )
+            return self._isinstance(original_node, updated_node)
         return updated_node
+
+    def _isinstance(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """`isinstance(m, DataParallel)` (or a tuple holding it) also accepts DDP."""
+        kinds = updated.args[1].value
+        names = [self.qualified_name(e.value) for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [
+            self.qualified_name(kinds)
+        ]
+        if not any(n in DATAPARALLEL for n in names) or any(n in DDP for n in names):
+            return updated
+        spelled = self.imports.local_name_for(DDP_NAME)
+        if spelled is None:
+            spelled = DDP_NAME
+            self.add_needed_import("torch")
+        ddp_type = cst.parse_expression(spelled)
+        if isinstance(kinds, cst.Tuple):
+            elements = list(kinds.elements)
+            last = elements[-1]
+            if isinstance(last.comma, cst.Comma) and len(elements) > 1:
+                elements.append(cst.Element(ddp_type, comma=last.comma))
+                elements[-2] = last.with_changes(comma=elements[-3].comma if len(elements) > 2 else last.comma)
+            else:
+                elements[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                elements.append(cst.Element(ddp_type))
+            new_kinds = kinds.with_changes(elements=elements)
+        else:
+            new_kinds = cst.Tuple([cst.Element(kinds), cst.Element(ddp_type)])
+        args = [updated.args[0], updated.args[1].with_changes(value=new_kinds)]
+        return self.rewrite(
+            original,
+            updated,
+            updated.with_changes(args=args),
+            review="a DataParallel type test now also accepts DistributedDataParallel",
+        )
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         if not self.active or original_node.attr.value != "module":
