@@ -163,7 +163,7 @@ def _is_docstring(stmt: cst.CSTNode) -> bool:
 
 
 def _insert_at(body: list[cst.BaseStatement]) -> int:
-    """After the leading import block (where libcst's AddImportsVisitor also adds imports)."""
+    """After the leading import block (where libcst's AddImportsVisitor adds imports)."""
     at = 1 if body and _is_docstring(body[0]) else 0
     while at < len(body) and _is_import_line(body[at]):
         at += 1
@@ -194,7 +194,7 @@ def with_helpers(module: cst.Module, names: set[str], *, setup_call: bool = Fals
     if not missing and (has_call or not setup_call):
         return module
     ours = [i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and defs.get(s.name.value)]
-    at = ours[-1] + 1 if ours else _insert_at(body)
+    at = ours[-1] + 1 if ours else _position(body)
     new: list[cst.BaseStatement] = []
     for i, name in enumerate(missing):
         func = cst.parse_statement(_SOURCES[name].lstrip("\n"))
@@ -209,5 +209,35 @@ def with_helpers(module: cst.Module, names: set[str], *, setup_call: bool = Fals
     if at < len(body) and new:
         after = body[at]
         blank = [cst.EmptyLine(), cst.EmptyLine()]
-        body[at] = after.with_changes(leading_lines=blank + [l for l in after.leading_lines if l.comment is not None or False])
+        body[at] = after.with_changes(leading_lines=blank + [line for line in after.leading_lines if line.comment])
     return module.with_changes(body=body[:at] + new + body[at:])
+
+
+def _position(body: list) -> int:
+    """After the module's last top-level import (imports below a `sys.path` tweak included, so
+    that `os` and `torch` exist when `ddp_setup()` runs), but before the first top-level statement
+    that uses a helper."""
+    helper_names = set(_SOURCES)
+    first_use = next(
+        (
+            i
+            for i, stmt in enumerate(body)
+            if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and _names(stmt) & helper_names
+        ),
+        len(body),
+    )
+    last_import = max((i for i, s in enumerate(body[:first_use]) if _is_import_line(s)), default=-1)
+    return max(last_import + 1, _insert_at(body))
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    class Names(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.found: set[str] = set()
+
+        def visit_Name(self, n: cst.Name) -> None:
+            self.found.add(n.value)
+
+    v = Names()
+    node.visit(v)
+    return v.found

@@ -358,6 +358,7 @@ class DataParallelToDDP(MigrationCodemod):
         self.moved_ifs: dict[cst.If, list[int]] = {}
         self.guards: set[int] = set()
         self.save_paths: dict[int, str] = {}
+        self.prints_reviewed = False
         self.launch = os.path.basename(self.file.path) if self.file.path != "<string>" else "train.py"
 
         for call, line, _ in survey.dp_calls:
@@ -637,15 +638,16 @@ class DataParallelToDDP(MigrationCodemod):
                 body=cst.IndentedBlock(body=[updated_node.with_changes(leading_lines=[])]),
                 leading_lines=updated_node.leading_lines,
             )
-            what = (
-                "torch.save (and a use of its file right after it)" if original_node in self.s.saves else "this output"
-            )
-            result = self.rewrite(
-                original_node,
-                updated_node,
-                guarded,
-                review=f"{what} runs on rank 0 only under torchrun (always in a plain run)",
-            )
+            if original_node in self.s.saves:
+                review = "torch.save (and a use of its file right after it) runs on rank 0 only under torchrun"
+            elif not self.prints_reviewed:
+                # one review item for all the output, not one per print
+                self.prints_reviewed = True
+                count = len(self.s.prints)
+                review = f"print/logging runs on rank 0 only under torchrun ({count} statement(s) in this file)"
+            else:
+                review = None
+            result = self.rewrite(original_node, updated_node, guarded, review=review)
             if result is guarded:
                 self.guards.add(id(guarded))
                 path = self._saved_path(original_node)
@@ -769,6 +771,8 @@ class DataParallelToDDP(MigrationCodemod):
         if not self.active or not self.rewrites:
             return updated_node  # (isinstance rewrites need no helpers)
         module = updated_node.with_changes(body=self._merge(list(updated_node.body))) if self.guards else updated_node
+        bound = ddp.top_level_defs(module)
         for name in ddp.imports_for(self.needed | {"ddp_setup"}):
-            self.add_needed_import(name)
+            if name not in bound:  # an `import os` below a sys.path tweak counts
+                self.add_needed_import(name)
         return ddp.with_helpers(module, self.needed, setup_call=True)

@@ -365,8 +365,10 @@ class StateDictPrefix(MigrationCodemod):
         if self.consume:
             self.add_needed_import(CONSUME_MODULE, CONSUME)
         if self.needed:
+            bound = ddp.top_level_defs(module)
             for name in ddp.imports_for(self.needed):
-                self.add_needed_import(name)
+                if name not in bound:
+                    self.add_needed_import(name)
             module = ddp.with_helpers(module, self.needed)
         return module
 
