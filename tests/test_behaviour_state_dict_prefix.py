@@ -46,7 +46,7 @@ def test_loops_give_the_same_keys(function: str) -> None:
 
 
 def test_split_loop_and_retry_load_both_kinds_of_checkpoint(tmp_path) -> None:
-    before, after = _namespaces("loops")
+    before, after = _namespaces("split_join")
     retry_before, retry_after = _namespaces("retry")
     source = Net()
     for saved in (torch.nn.DataParallel(source).state_dict(), source.state_dict()):

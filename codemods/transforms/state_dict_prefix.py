@@ -43,8 +43,11 @@ def _is_prefix(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.SimpleString) and node.evaluated_value == PREFIX
 
 
-def _strips(expr: cst.BaseExpression, key: str) -> bool:
-    """True when `expr` is one of the hand-written ways to drop `module.` from the key `key`."""
+def _strips(expr: cst.BaseExpression, key: str, generic: bool = False) -> bool:
+    """True when `expr` is one of the hand-written ways to drop `module.` from the key `key`.
+
+    `'.'.join(k.split('.')[1:])` drops *any* first component, so it counts only when `generic`
+    (the repository wraps models: the prefix it drops is `module.`)."""
     k = m.Name(key)
     seven = m.Integer("7") | m.Call(func=m.Name("len"), args=[m.Arg(m.MatchIfTrue(_is_prefix))])
     if m.matches(expr, m.Subscript(value=k, slice=[m.SubscriptElement(m.Slice(lower=seven, upper=None, step=None))])):
@@ -63,7 +66,7 @@ def _strips(expr: cst.BaseExpression, key: str) -> bool:
     # ".".join(k.split(".")[1:])
     dot = m.SimpleString(value=m.MatchIfTrue(lambda v: v in ('"."', "'.'")))
     split = m.Call(func=m.Attribute(value=k, attr=m.Name("split")), args=[m.Arg(dot)])
-    if m.matches(
+    if generic and m.matches(
         expr,
         m.Call(
             func=m.Attribute(value=dot, attr=m.Name("join")),
@@ -73,7 +76,7 @@ def _strips(expr: cst.BaseExpression, key: str) -> bool:
         return True
     # k[7:] if k.startswith("module.") else k
     if isinstance(expr, cst.IfExp) and m.matches(expr.orelse, k) and _startswith(expr.test, key):
-        return _strips(expr.body, key)
+        return _strips(expr.body, key, generic)
     return False
 
 
@@ -128,7 +131,7 @@ def _dict_type(expr: cst.BaseExpression, resolve) -> bool:
 
 
 def strip_loop(
-    init: cst.CSTNode, loop: cst.CSTNode, resolve
+    init: cst.CSTNode, loop: cst.CSTNode, resolve, generic: bool = False
 ) -> tuple[str, cst.BaseExpression, cst.BaseExpression, set[str]] | None:
     """(new dict name, constructor, source, loop names) when `init; loop` is exactly a prefix strip."""
     small = _single(init)
@@ -154,7 +157,7 @@ def strip_loop(
         value_ok = lambda e: m.matches(e, m.Subscript(value=m.MatchIfTrue(lambda s: _code(s) == _code(source)), slice=[m.SubscriptElement(m.Index(m.Name(key)))]))  # noqa: E731
     body = list(loop.body.body)
     names = {key} | ({value} if value else set())
-    if len(body) == 1 and _new_key_store(body[0], new, lambda e: _strips(e, key), value_ok):
+    if len(body) == 1 and _new_key_store(body[0], new, lambda e: _strips(e, key, generic), value_ok):
         return new, ctor, source, names
     if len(body) != 2:
         return None
@@ -163,7 +166,7 @@ def strip_loop(
     # name = <strip>(k); new[name] = v    |    k = <strip>(k); new[k] = v
     if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
         temp = small.targets[0].target.value
-        if _strips(small.value, key) and _new_key_store(body[1], new, lambda e: m.matches(e, m.Name(temp)), value_ok):
+        if _strips(small.value, key, generic) and _new_key_store(body[1], new, lambda e: m.matches(e, m.Name(temp)), value_ok):
             return new, ctor, source, names | {temp}
     # if k.startswith("module."): k = k[7:]    then    new[k] = v
     if (
@@ -178,14 +181,14 @@ def strip_loop(
             isinstance(inner, cst.Assign)
             and len(inner.targets) == 1
             and m.matches(inner.targets[0].target, m.Name(key))
-            and _strips(inner.value, key)
+            and _strips(inner.value, key, generic)
             and _new_key_store(body[1], new, lambda e: m.matches(e, m.Name(key)), value_ok)
         ):
             return new, ctor, source, names
     return None
 
 
-def strip_comprehension(stmt: cst.CSTNode, resolve) -> tuple[str, cst.BaseExpression, cst.BaseExpression] | None:
+def strip_comprehension(stmt: cst.CSTNode, resolve, generic: bool = False) -> tuple[str, cst.BaseExpression, cst.BaseExpression] | None:
     """(name, constructor, source) for `n = {strip(k): v for k, v in S.items()}` or the
     `OrderedDict((strip(k), v) for k, v in S.items())` form."""
     small = _single(stmt)
@@ -220,7 +223,7 @@ def strip_comprehension(stmt: cst.CSTNode, resolve) -> tuple[str, cst.BaseExpres
         return None
     if not m.matches(comp.iter, m.Call(func=m.Attribute(attr=m.Name("items")), args=[])):
         return None
-    if not (_strips(key_expr, k.value) and m.matches(val_expr, m.Name(v.value))):
+    if not (_strips(key_expr, k.value, generic) and m.matches(val_expr, m.Name(v.value))):
         return None
     return name, ctor, comp.iter.func.value
 
@@ -403,7 +406,7 @@ class StateDictPrefix(MigrationCodemod):
         return _line(f'{CONSUME}({name}, "{PREFIX}")\n')
 
     def _loop(self, init, loop, new_init, new_loop, rest) -> list | None:
-        found = strip_loop(init, loop, self.qualified_name)
+        found = strip_loop(init, loop, self.qualified_name, self.repo_wraps)
         if found is None:
             return None
         name, ctor, source, loop_names = found
@@ -417,7 +420,7 @@ class StateDictPrefix(MigrationCodemod):
         return [first, second]
 
     def _comprehension(self, orig, new) -> list | None:
-        found = strip_comprehension(orig, self.qualified_name)
+        found = strip_comprehension(orig, self.qualified_name, self.repo_wraps)
         if found is None:
             return None
         name, ctor, source = found
@@ -455,10 +458,10 @@ class StateDictPrefix(MigrationCodemod):
         strip = steps[:-1]
         ok = False
         if len(strip) == 2:
-            found = strip_loop(strip[0], strip[1], self.qualified_name)
+            found = strip_loop(strip[0], strip[1], self.qualified_name, self.repo_wraps)
             ok = found is not None and found[0] == stripped.value and _code(found[2]) == source
         elif len(strip) == 1:
-            found = strip_comprehension(strip[0], self.qualified_name)
+            found = strip_comprehension(strip[0], self.qualified_name, self.repo_wraps)
             ok = found is not None and found[0] == stripped.value and _code(found[2]) == source
         if not ok or [_code(a) for a in last[1].args[1:]] != [_code(a) for a in call.args[1:]]:
             return None
