@@ -79,3 +79,28 @@ def test_saving_a_wrapped_model_saves_the_plain_keys(tmp_path) -> None:
     path = tmp_path / "m.pt"
     exec(compile(migrated, "m.py", "exec"), {"net": Net(), "path": str(path)})
     Net().load_state_dict(torch.load(path), strict=True)
+
+
+def test_a_self_attribute_wrapped_in_another_file_is_saved_unwrapped(tmp_path) -> None:
+    from codemods.api import Options, migrate
+
+    (tmp_path / "base.py").write_text(
+        "import torch.nn as nn\n\n\nclass BaseTrainer:\n    def __init__(self, net):\n"
+        "        self.model = nn.DataParallel(net)\n"
+    )
+    (tmp_path / "trainer.py").write_text(
+        "import torch\nfrom base import BaseTrainer\n\n\nclass Trainer(BaseTrainer):\n    def save(self, path):\n"
+        "        torch.save(self.model.state_dict(), path)\n        torch.save(self.net.state_dict(), path + '.net')\n"
+    )
+    report = migrate([tmp_path], Options(mode="write", select=("TM104",), use_config=False))
+    assert [f.path for f in report.files if f.changed] == [str(tmp_path / "trainer.py")]
+    text = (tmp_path / "trainer.py").read_text()
+    assert "torch.save(unwrap_model(self.model).state_dict(), path)" in text
+    assert "torch.save(self.net.state_dict(), path + '.net')" in text
+    namespace: dict = {}
+    exec(compile(text.replace("from base import BaseTrainer", "BaseTrainer = object"), "t.py", "exec"), namespace)
+    trainer = namespace["Trainer"]()
+    trainer.model = torch.nn.DataParallel(Net())
+    trainer.net = Net()
+    trainer.save(str(tmp_path / "m.pt"))
+    Net().load_state_dict(torch.load(tmp_path / "m.pt"), strict=True)

@@ -24,6 +24,9 @@ class RepoFacts:
     """Names of classes that subclass `torch.utils.data.Dataset`, directly or not."""
     dataparallel_files: frozenset[str] = field(default_factory=frozenset)
     """Files (as given to the codemods) that wrap a model in DataParallel/DDP."""
+    wrapped_attributes: frozenset[str] = field(default_factory=frozenset)
+    """Attribute names `x` of `self.x = DataParallel(...)`/DDP anywhere in the repo (a trainer's
+    `self.model` is often wrapped in one file and saved in another)."""
 
 
 def _imports(tree: ast.Module) -> dict[str, str]:
@@ -64,6 +67,7 @@ def collect_facts(sources: Iterable[tuple[str, str]]) -> RepoFacts:
     """Facts from `(path, text)` pairs; files that do not parse are simply skipped here."""
     bases: dict[str, set[str]] = {}
     parallel: set[str] = set()
+    attributes: set[str] = set()
     for path, text in sources:
         try:
             tree = ast.parse(text)
@@ -81,11 +85,31 @@ def collect_facts(sources: Iterable[tuple[str, str]]) -> RepoFacts:
                 d = _dotted(node.func)
                 if d and _resolve(d, aliases).rsplit(".", 1)[-1] in {"DataParallel", "DistributedDataParallel"}:
                     parallel.add(path)
+        if path in parallel:
+            attributes |= _wrapped_attributes(tree, aliases)
     return RepoFacts(
         module_classes=frozenset(_closure(bases, lambda b: b.startswith(_MODULE_ROOTS) and not _is_dataset(b))),
         dataset_classes=frozenset(_closure(bases, _is_dataset)),
         dataparallel_files=frozenset(parallel),
+        wrapped_attributes=frozenset(attributes),
     )
+
+
+def _wrapped_attributes(tree: ast.Module, aliases: dict[str, str]) -> set[str]:
+    found = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
+            continue
+        call = node.value
+        if isinstance(call.func, ast.Attribute) and call.func.attr in {"cuda", "to"} and isinstance(call.func.value, ast.Call):
+            call = call.func.value
+        d = _dotted(call.func)
+        if not d or _resolve(d, aliases).rsplit(".", 1)[-1] not in {"DataParallel", "DistributedDataParallel"}:
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                found.add(target.attr)
+    return found
 
 
 def _is_dataset(base: str) -> bool:

@@ -29,6 +29,7 @@ def triggers() -> tuple[str, ...]:
     return (
         r"DataParallel\b",
         r"\bload_state_dict\b",
+        r"\bself\.\w+\.state_dict\(",  # a `self.model` wrapped in another file of the repo
         r"""["']module\.["']""",
         r"\[7:\]",
         r"""\.split\(["']\.["']\)""",
@@ -305,6 +306,7 @@ class StateDictPrefix(MigrationCodemod):
         self.has_wrap_helper = defs.get("ddp_wrap", False)
         self.helpers_ok = not ddp.clashes(node, {"unwrap_model"})
         node.visit(_Wrapped(self))
+        self.wrapped |= {f"self.{name}" for name in self.file.facts.wrapped_attributes}
         self.repo_wraps = bool(self.wrapped) or bool(self.file.facts.dataparallel_files)
         self.scopes: list[cst.CSTNode] = [node]
         self.loaded[node] = _loaded_names(self, node.body)
