@@ -22,8 +22,7 @@ from tests.conftest import PROJECTS  # noqa: E402
 SCRIPT = PROJECTS / "ddp_train" / "train.py"
 
 # Wraps torch.save to record which rank called it: proof of who wrote a checkpoint.
-AUDIT = textwrap.dedent(
-    """
+AUDIT = textwrap.dedent("""
     import os, runpy, sys
     import torch
 
@@ -36,8 +35,7 @@ AUDIT = textwrap.dedent(
     script = sys.argv[1]
     sys.argv = sys.argv[1:]
     runpy.run_path(script, run_name="__main__")
-    """
-)
+    """)
 
 
 @pytest.fixture(scope="module")

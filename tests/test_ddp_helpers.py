@@ -38,7 +38,9 @@ def test_helpers_run_as_one_process_without_torchrun(monkeypatch) -> None:
     torch = pytest.importorskip("torch")
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
         monkeypatch.delenv(name, raising=False)
-    module = ddp.with_helpers(cst.parse_module("import atexit\nimport os\nimport torch\n"), set(ddp.ORDER), setup_call=True)
+    module = ddp.with_helpers(
+        cst.parse_module("import atexit\nimport os\nimport torch\n"), set(ddp.ORDER), setup_call=True
+    )
     namespace: dict = {}
     exec(compile(module.code, "helpers.py", "exec"), namespace)
     net = torch.nn.Linear(2, 2)

@@ -597,9 +597,11 @@ class DataParallelToDDP(MigrationCodemod):
     def _isinstance(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """`isinstance(m, DataParallel)` (or a tuple holding it) also accepts DDP."""
         kinds = updated.args[1].value
-        names = [self.qualified_name(e.value) for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [
-            self.qualified_name(kinds)
-        ]
+        names = (
+            [self.qualified_name(e.value) for e in kinds.elements]
+            if isinstance(kinds, cst.Tuple)
+            else [self.qualified_name(kinds)]
+        )
         if not any(n in DATAPARALLEL for n in names) or any(n in DDP for n in names):
             return updated
         spelled = self.imports.local_name_for(DDP_NAME)
@@ -650,9 +652,7 @@ class DataParallelToDDP(MigrationCodemod):
         self._in_target -= 1
         return updated_node
 
-    def leave_SimpleStatementLine(
-        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
-    ):
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine):
         if not self.active:
             return updated_node
         if original_node in self.loader_sites:
@@ -691,9 +691,7 @@ class DataParallelToDDP(MigrationCodemod):
         bound = A.bind(call, LOADER_POSITIONAL)
         shuffle = bound["shuffle"]
         dataset = bound["dataset"].arg.value
-        is_none = cst.Comparison(
-            cst.Name(sampler), [cst.ComparisonTarget(cst.Is(), cst.Name("None"))]
-        )
+        is_none = cst.Comparison(cst.Name(sampler), [cst.ComparisonTarget(cst.Is(), cst.Name("None"))])
         literal = isinstance(shuffle.arg.value, cst.Name) and shuffle.arg.value.value == "True"
         value = is_none if literal else cst.BooleanOperation(shuffle.arg.value, cst.And(), is_none)
         args = list(call.args)
@@ -763,7 +761,11 @@ class DataParallelToDDP(MigrationCodemod):
             return None
         call = line.body[0].value
         positional = [a for a in call.args if a.keyword is None and not a.star]
-        f = positional[1] if len(positional) > 1 else next((a for a in call.args if a.keyword and a.keyword.value == "f"), None)
+        f = (
+            positional[1]
+            if len(positional) > 1
+            else next((a for a in call.args if a.keyword and a.keyword.value == "f"), None)
+        )
         return dotted(f.value) if f is not None else None
 
     def _merge(self, body: list) -> list:
@@ -788,7 +790,9 @@ class DataParallelToDDP(MigrationCodemod):
             out[-1] = merged
         return out
 
-    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
         if not self.active or not self.guards:
             return updated_node
         return updated_node.with_changes(body=self._merge(list(updated_node.body)))

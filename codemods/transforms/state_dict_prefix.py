@@ -71,7 +71,9 @@ def _strips(expr: cst.BaseExpression, key: str, generic: bool = False) -> bool:
         expr,
         m.Call(
             func=m.Attribute(value=dot, attr=m.Name("join")),
-            args=[m.Arg(m.Subscript(value=split, slice=[m.SubscriptElement(m.Slice(lower=m.Integer("1"), upper=None))]))],
+            args=[
+                m.Arg(m.Subscript(value=split, slice=[m.SubscriptElement(m.Slice(lower=m.Integer("1"), upper=None))]))
+            ],
         ),
     ):
         return True
@@ -101,8 +103,10 @@ def _items_loop(loop: cst.For) -> tuple[str, str | None, cst.BaseExpression] | N
     target, it = loop.target, loop.iter
     if isinstance(target, cst.Tuple) and len(target.elements) == 2:
         k, v = (e.value for e in target.elements)
-        if isinstance(k, cst.Name) and isinstance(v, cst.Name) and m.matches(
-            it, m.Call(func=m.Attribute(attr=m.Name("items")), args=[])
+        if (
+            isinstance(k, cst.Name)
+            and isinstance(v, cst.Name)
+            and m.matches(it, m.Call(func=m.Attribute(attr=m.Name("items")), args=[]))
         ):
             return k.value, v.value, it.func.value
     if isinstance(target, cst.Name):
@@ -136,7 +140,11 @@ def strip_loop(
 ) -> tuple[str, cst.BaseExpression, cst.BaseExpression, set[str]] | None:
     """(new dict name, constructor, source, loop names) when `init; loop` is exactly a prefix strip."""
     small = _single(init)
-    if not isinstance(small, cst.Assign) or len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+    if (
+        not isinstance(small, cst.Assign)
+        or len(small.targets) != 1
+        or not isinstance(small.targets[0].target, cst.Name)
+    ):
         return None
     new = small.targets[0].target.value
     ctor = small.value
@@ -155,7 +163,13 @@ def strip_loop(
     if value is not None:
         value_ok = lambda e: m.matches(e, m.Name(value))  # noqa: E731
     else:
-        value_ok = lambda e: m.matches(e, m.Subscript(value=m.MatchIfTrue(lambda s: _code(s) == _code(source)), slice=[m.SubscriptElement(m.Index(m.Name(key)))]))  # noqa: E731
+        value_ok = lambda e: m.matches(
+            e,
+            m.Subscript(
+                value=m.MatchIfTrue(lambda s: _code(s) == _code(source)),
+                slice=[m.SubscriptElement(m.Index(m.Name(key)))],
+            ),
+        )  # noqa: E731
     body = list(loop.body.body)
     names = {key} | ({value} if value else set())
     if len(body) == 1 and _new_key_store(body[0], new, lambda e: _strips(e, key, generic), value_ok):
@@ -167,7 +181,9 @@ def strip_loop(
     # name = <strip>(k); new[name] = v    |    k = <strip>(k); new[k] = v
     if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
         temp = small.targets[0].target.value
-        if _strips(small.value, key, generic) and _new_key_store(body[1], new, lambda e: m.matches(e, m.Name(temp)), value_ok):
+        if _strips(small.value, key, generic) and _new_key_store(
+            body[1], new, lambda e: m.matches(e, m.Name(temp)), value_ok
+        ):
             return new, ctor, source, names | {temp}
     # if k.startswith("module."): k = k[7:]    then    new[k] = v
     if (
@@ -189,11 +205,17 @@ def strip_loop(
     return None
 
 
-def strip_comprehension(stmt: cst.CSTNode, resolve, generic: bool = False) -> tuple[str, cst.BaseExpression, cst.BaseExpression] | None:
+def strip_comprehension(
+    stmt: cst.CSTNode, resolve, generic: bool = False
+) -> tuple[str, cst.BaseExpression, cst.BaseExpression] | None:
     """(name, constructor, source) for `n = {strip(k): v for k, v in S.items()}` or the
     `OrderedDict((strip(k), v) for k, v in S.items())` form."""
     small = _single(stmt)
-    if not isinstance(small, cst.Assign) or len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+    if (
+        not isinstance(small, cst.Assign)
+        or len(small.targets) != 1
+        or not isinstance(small.targets[0].target, cst.Name)
+    ):
         return None
     name = small.targets[0].target.value
     value = small.value
@@ -340,7 +362,9 @@ class StateDictPrefix(MigrationCodemod):
         if original_node not in self.saved:
             return updated_node
         if not self.helpers_ok:
-            self.finding(original_node, "this module defines its own `unwrap_model`: save `model.module.state_dict()` by hand")
+            self.finding(
+                original_node, "this module defines its own `unwrap_model`: save `model.module.state_dict()` by hand"
+            )
             return updated_node
         self.needed.add("unwrap_model")
         owner = updated_node.func.value
@@ -351,7 +375,9 @@ class StateDictPrefix(MigrationCodemod):
 
     # -- loading: statement rewrites, block by block -------------------------------------------------
 
-    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
         body = self._block(list(original_node.body), list(updated_node.body))
         return updated_node if body is None else updated_node.with_changes(body=body)
 
@@ -426,7 +452,9 @@ class StateDictPrefix(MigrationCodemod):
         if found is None:
             return None
         name, ctor, source = found
-        first = new.with_changes(body=[_single(new).with_changes(value=cst.parse_expression(f"{_code(ctor)}({_code(source)})"))])
+        first = new.with_changes(
+            body=[_single(new).with_changes(value=cst.parse_expression(f"{_code(ctor)}({_code(source)})"))]
+        )
         result = self.rewrite(orig, new, first)
         if result is new:
             return None
@@ -500,7 +528,9 @@ class StateDictPrefix(MigrationCodemod):
             self.taken.add(name)
             self.needed.add("unwrap_model")
             hoist = _line(f"{name} = {_code(arg)}\n").with_changes(leading_lines=new.leading_lines)
-            args_code = ", ".join([name] + [_code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for a in call.args[1:]])
+            args_code = ", ".join(
+                [name] + [_code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for a in call.args[1:]]
+            )
             load = _line(f"unwrap_model({_code(receiver)}).load_state_dict({args_code})\n")
             replacement = [hoist, self._consume(name), load]
         elif self._from_load(arg, direct=False):
@@ -509,7 +539,16 @@ class StateDictPrefix(MigrationCodemod):
             if prev is not None and _code(prev).strip() == f'{CONSUME}({text}, "{PREFIX}")':
                 return None  # already done (idempotence)
             self.needed.add("unwrap_model")
-            load = new.with_changes(body=[_single(new).with_changes(value=cst.parse_expression(f"unwrap_model({_code(receiver)}).{_code(call.with_changes(func=call.func.attr))}"))], leading_lines=[])
+            load = new.with_changes(
+                body=[
+                    _single(new).with_changes(
+                        value=cst.parse_expression(
+                            f"unwrap_model({_code(receiver)}).{_code(call.with_changes(func=call.func.attr))}"
+                        )
+                    )
+                ],
+                leading_lines=[],
+            )
             replacement = [self._consume(text).with_changes(leading_lines=new.leading_lines), load]
         else:
             return None
@@ -540,7 +579,10 @@ class _HandStrips(cst.CSTVisitor):
         self.found: list[cst.CSTNode] = []
 
     def visit_Call(self, node: cst.Call) -> None:
-        if m.matches(node, m.Call(func=m.Attribute(attr=m.Name("replace")), args=[m.Arg(m.MatchIfTrue(_is_prefix)), m.ZeroOrMore()])):
+        if m.matches(
+            node,
+            m.Call(func=m.Attribute(attr=m.Name("replace")), args=[m.Arg(m.MatchIfTrue(_is_prefix)), m.ZeroOrMore()]),
+        ):
             self.found.append(node)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
