@@ -346,6 +346,12 @@ class DataParallelToDDP(MigrationCodemod):
     `device_ids=`/`output_device=` are dropped (choose GPUs with `CUDA_VISIBLE_DEVICES`).
     What cannot be restructured (a DataLoader built in another file or inline, a sampler already
     set, no `for epoch in range(...)` loop) is reported as a finding with what to add by hand.
+    Left as they are, with a finding: a DataParallel around a submodule inside an `nn.Module`, a
+    file that already has its own distributed path (`init_process_group`, DDP), and a file where
+    one DataParallel carries `# noqa: TM103` (a half-migrated file would train unsynchronised
+    copies). Only `print`/logging calls whose arguments make no calls with side effects are moved
+    under `is_main_process()`. The helpers join the process group when the module is imported
+    under torchrun (`WORLD_SIZE` > 1), so this rank's GPU is current before any tensor is made.
 
     ## References
     - https://pytorch.org/docs/stable/notes/cuda.html#use-nn-parallel-distributeddataparallel-instead-of-multiprocessing-or-nn-dataparallel
@@ -355,6 +361,7 @@ class DataParallelToDDP(MigrationCodemod):
 
     CODE = "TM103"
     SAFETY = "review"
+    USES_REPO_FACTS = True  # which classes are nn.Modules (a DataParallel inside one is declined)
     DESCRIPTION = "nn.DataParallel(model) -> DDP scaffolding that runs as one process or under torchrun"
 
     def visit_Module(self, node: cst.Module) -> bool:
@@ -378,13 +385,21 @@ class DataParallelToDDP(MigrationCodemod):
             # A DataParallel kept by `# noqa` with a sharded loader would train unsynchronised
             # copies under torchrun: the file is restructured all at once or not at all.
             return False
-        for call, line, _ in survey.dp_calls:
+        for call, line, scope in survey.dp_calls:
             model = self._model_arg(call)
             if model is None:
                 self.finding(
                     call,
                     "DataParallel with *args/**kwargs or no module: replace it by hand with "
                     "DistributedDataParallel under torchrun",
+                )
+                continue
+            if scope.klass is not None and self._is_module_class(scope.klass):
+                # DDP around a submodule would sync only that part of the model's gradients.
+                self.finding(
+                    call,
+                    "DataParallel on a submodule inside an nn.Module: under DDP the whole model must be "
+                    "wrapped once; drop this wrapper and wrap the model where it is built",
                 )
                 continue
             self.dp_sites[call] = model
@@ -416,6 +431,15 @@ class DataParallelToDDP(MigrationCodemod):
         return True
 
     # -- planning ------------------------------------------------------------------------------
+
+    def _is_module_class(self, klass: cst.ClassDef) -> bool:
+        for base in klass.bases:
+            name = self.qualified_name(base.value)
+            if name in {"torch.nn.Module", "torch.nn.modules.module.Module"}:
+                return True
+            if (dotted(base.value) or "").rsplit(".", 1)[-1] in self.file.facts.module_classes:
+                return True
+        return False
 
     def _model_arg(self, call: cst.Call) -> cst.BaseExpression | None:
         if A.has_star_args(call):
