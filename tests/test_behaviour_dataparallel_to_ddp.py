@@ -45,6 +45,8 @@ def migrated(tmp_path_factory) -> Path:
     assert {"TM103", "TM104"} <= set(result.rewrites or {})
     assert "DataParallel(" not in result.code.replace("DistributedDataParallel(", "")
     assert "torch_migrate" not in result.code and "codemods" not in result.code
+    launch = [f for f in result.findings if f.kind == "review" and "torchrun --nproc_per_node=N train.py" in f.message]
+    assert launch and "batch_size is now per process" in launch[0].message  # the report says how to launch
     again = transform_source(result.code, path="train.py")
     assert not again.changed and again.code == result.code  # helpers are not added twice
     path = tmp_path_factory.mktemp("migrated") / "train.py"
@@ -66,6 +68,7 @@ def test_one_process_run_is_the_original_run(migrated: Path, tmp_path: Path, mon
     after.mkdir()
     old = _run_here(SCRIPT, before, monkeypatch)
     new = _run_here(migrated, after, monkeypatch)
+    assert not torch.distributed.is_initialized()  # a plain run never makes a process group
     assert new["seen"] == old["seen"]  # the same shuffle: the DataLoader samples as before
     assert new["loss"] == old["loss"]
     old_state = torch.load(before / "model.pt")
