@@ -72,6 +72,9 @@ class _Survey(cst.CSTVisitor):
         self.prints: list[cst.SimpleStatementLine] = []
         self.ifs: list[cst.If] = []
         self.names: set[str] = set()
+        self.open_ifs: list[cst.If] = []
+        self.ifexps: list[cst.IfExp] = []
+        self.conditions: dict[cst.Call, cst.If] = {}
         self.distributed: list[cst.Call] = []
         self.not_names: set[int] = set()
         self.methods: dict[tuple[int, str], cst.FunctionDef] = {}
@@ -127,6 +130,13 @@ class _Survey(cst.CSTVisitor):
 
     def visit_If(self, node: cst.If) -> None:
         self.ifs.append(node)
+        self.open_ifs.append(node)
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.open_ifs.pop()
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self.ifexps.append(node)
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None:
@@ -146,6 +156,8 @@ class _Survey(cst.CSTVisitor):
             self.distributed.append(node)
         if name in DATAPARALLEL:
             self.dp_calls.append((node, line, self.scopes[-1]))
+            if self.open_ifs:
+                self.conditions[node] = self.open_ifs[-1]
             target = _assigned(line, node)
             if target is not None:
                 self.wrapped.add(target)
@@ -466,6 +478,15 @@ class DataParallelToDDP(MigrationCodemod):
         self.chains = Chains.found
 
     def _plan_conditional_wraps(self, survey: _Survey) -> None:
+        self.gpu_ifexps: set[cst.IfExp] = set()
+        for node in survey.ifexps:
+            test = self.code_for(node.test).lower()
+            if (
+                node.body in self.dp_sites
+                and any(word in test for word in GPU_WORDS)
+                and self.code_for(node.orelse).strip() == self.code_for(self.dp_sites[node.body]).strip()
+            ):
+                self.gpu_ifexps.add(node)
         for node in survey.ifs:
             if node.orelse is not None or not isinstance(node.body, cst.IndentedBlock):
                 continue
@@ -584,6 +605,12 @@ class DataParallelToDDP(MigrationCodemod):
         bound = A.bind(call, ("module", "device_ids", "output_device", "dim"))
         dropped = [k for k in ("device_ids", "output_device", "dim") if k in bound]
         note = f" `{'`, `'.join(dropped)}` dropped (choose GPUs with CUDA_VISIBLE_DEVICES)." if dropped else ""
+        branch = self.s.conditions.get(call)
+        if branch is not None and branch not in self.moved_ifs:
+            note += (
+                f" The wrap stays under `if {self.code_for(branch.test)}:`; under torchrun every process must take"
+                " that branch, or their gradients are not synchronised."
+            )
         return (
             "DataParallel -> DDP scaffolding. `python "
             f"{self.launch}` runs one process as before, on one device; launch "
@@ -791,6 +818,20 @@ class DataParallelToDDP(MigrationCodemod):
             else next((a for a in call.args if a.keyword and a.keyword.value == "f"), None)
         )
         return dotted(f.value) if f is not None else None
+
+    def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.BaseExpression:
+        """`DataParallel(m) if torch.cuda.device_count() > 1 else m` -> `ddp_wrap(m)`."""
+        if not self.active or original_node not in self.gpu_ifexps:
+            return updated_node
+        body = updated_node.body
+        if not (isinstance(body, cst.Call) and dotted(body.func) == "ddp_wrap"):
+            return updated_node
+        return self.rewrite(
+            original_node,
+            updated_node,
+            body.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar),
+            review="the wrap no longer depends on the GPU count: under torchrun every process must wrap",
+        )
 
     def _merge(self, body: list) -> list:
         """Consecutive `if is_main_process():` blocks made here become one; statements right after a
