@@ -65,6 +65,7 @@ class _Survey(cst.CSTVisitor):
         self.fors: list[cst.For] = []
         self.dp_calls: list[tuple[cst.Call, cst.SimpleStatementLine | None, _Scope]] = []
         self.wrapped: set[str] = set()
+        self.wrapped_where: dict[str, set] = {}  # name -> scopes (class, function, "module") it is wrapped in
         self.wrap_lines: dict[cst.SimpleStatementLine, cst.Call] = {}
         self.loaders: list[_Loader] = []
         self.epoch_loops: list[tuple[cst.For, _Scope]] = []
@@ -161,6 +162,9 @@ class _Survey(cst.CSTVisitor):
             target = _assigned(line, node)
             if target is not None:
                 self.wrapped.add(target)
+                scope = self.scopes[-1]
+                where = id(scope.klass) if target.startswith("self.") else (id(scope.func) if scope.func else "module")
+                self.wrapped_where.setdefault(target, set()).add(where)
                 self.wrap_lines[line] = node
         elif name in DATALOADER:
             target = _assigned(line, node, chain=False)
@@ -684,7 +688,7 @@ class DataParallelToDDP(MigrationCodemod):
         if not self.active or original_node.attr.value != "module":
             return updated_node
         owner = dotted(original_node.value)
-        if owner is None or owner not in self.s.wrapped or self._in_target:
+        if owner is None or not self._wrapped_here(owner) or self._in_target:
             return updated_node
         self.needed.add("unwrap_model")
         return self.rewrite(
@@ -694,7 +698,30 @@ class DataParallelToDDP(MigrationCodemod):
             review="`.module` works only on a wrapped model; unwrap_model() works wrapped or not",
         )
 
+    def _wrapped_here(self, owner: str) -> bool:
+        """`owner` is wrapped in this scope: the same class (`self.x`), an enclosing function, or
+        the module (a global). Elsewhere the same name may be another object with a `.module`."""
+        where = self.s.wrapped_where.get(owner, set())
+        if owner.startswith("self."):
+            return any(id(k) in where for k in self._open if isinstance(k, cst.ClassDef))
+        return "module" in where or any(id(f) in where for f in self._open if isinstance(f, cst.FunctionDef))
+
     _in_target = 0
+    _open: list = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._open = [*self._open, node]
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        self._open = self._open[:-1]
+        return updated_node
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._open = [*self._open, node]
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        self._open = self._open[:-1]
+        return updated_node
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         self._in_target += 1
