@@ -246,54 +246,46 @@ def _chained_on(expr: cst.BaseExpression) -> cst.Call | None:
     return None
 
 
+class _Nodes(cst.CSTVisitor):
+    """Every node under a root, in order (the attribute names of `a.b` left out)."""
+
+    def __init__(self) -> None:
+        self.nodes: list[cst.CSTNode] = []
+        self.attrs: set[int] = set()
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Attribute):
+            self.attrs.add(id(node.attr))
+        if id(node) not in self.attrs:
+            self.nodes.append(node)
+        return True
+
+
+def _nodes(root: cst.CSTNode) -> list[cst.CSTNode]:
+    walker = _Nodes()
+    root.visit(walker)
+    return walker.nodes
+
+
 def _references(node: cst.CSTNode, name: str) -> bool:
-    class Finder(cst.CSTVisitor):
-        found = False
-
-        def visit_Name(self, n: cst.Name) -> None:
-            if n.value == name:
-                Finder.found = True
-
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            if dotted(n) == name:
-                Finder.found = True
-            return True
-
-    Finder.found = False
-    node.visit(Finder())
-    return Finder.found
+    """`node` mentions the name or dotted name `name`."""
+    return any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name for n in _nodes(node))
 
 
 def _self_calls(node: cst.CSTNode) -> set[str]:
     """Names of `self.method(...)` calls in `node`."""
-
-    class Finder(cst.CSTVisitor):
-        found: set[str] = set()
-
-        def visit_Call(self, n: cst.Call) -> None:
-            if isinstance(n.func, cst.Attribute) and m_self(n.func.value):
-                Finder.found.add(n.func.attr.value)
-
-    def m_self(e: cst.BaseExpression) -> bool:
-        return isinstance(e, cst.Name) and e.value == "self"
-
-    Finder.found = set()
-    node.visit(Finder())
-    return Finder.found
+    return {
+        n.func.attr.value
+        for n in _nodes(node)
+        if isinstance(n, cst.Call)
+        and isinstance(n.func, cst.Attribute)
+        and isinstance(n.func.value, cst.Name)
+        and n.func.value.value == "self"
+    }
 
 
 def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
-    class Finder(cst.CSTVisitor):
-        found = False
-
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            if n is target:
-                Finder.found = True
-            return not Finder.found
-
-    Finder.found = False
-    node.visit(Finder())
-    return Finder.found
+    return any(n is target for n in _nodes(node))
 
 
 def _call(name: str, *args: cst.BaseExpression, **kwargs: cst.BaseExpression) -> cst.Call:
@@ -467,19 +459,12 @@ class DataParallelToDDP(MigrationCodemod):
         """`DataParallel(m).cuda()` / `.to(d)`: the move goes inside, `ddp_wrap(m.cuda())`."""
         sites = self.dp_sites
 
-        class Chains(cst.CSTVisitor):
-            found: dict[cst.Call, cst.Call] = {}
-
-            def visit_Call(inner, node: cst.Call) -> None:
-                under = _chained_on(node)
-                if under is not None and under in sites:
-                    Chains.found[node] = under
-
-        Chains.found = {}
+        self.chains = {}
         for call, line, _ in survey.dp_calls:
-            if line is not None:
-                line.visit(Chains())
-        self.chains = Chains.found
+            for node in _nodes(line) if line is not None else ():
+                under = _chained_on(node) if isinstance(node, cst.Call) else None
+                if under is not None and under in sites:
+                    self.chains[node] = under
 
     def _plan_conditional_wraps(self, survey: _Survey) -> None:
         self.gpu_ifexps: set[cst.IfExp] = set()

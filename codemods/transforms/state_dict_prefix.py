@@ -593,16 +593,16 @@ class _HandStrips(cst.CSTVisitor):
 
 def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
     class Finder(cst.CSTVisitor):
-        found = False
+        def __init__(self) -> None:
+            self.found = False
 
         def on_visit(self, n: cst.CSTNode) -> bool:
-            if n is target:
-                Finder.found = True
-            return not Finder.found
+            self.found = self.found or n is target
+            return not self.found
 
-    Finder.found = False
-    node.visit(Finder())
-    return Finder.found
+    finder = Finder()
+    node.visit(finder)
+    return finder.found
 
 
 def _load_call(small) -> tuple[cst.BaseExpression, cst.Call] | None:
