@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import Iterable
 
 from codemods.helpers.codemod import MigrationCodemod
-from codemods.transforms import h5py_lazy_open, loss_accumulation, loss_reduction
+from codemods.transforms import dataparallel_to_ddp, h5py_lazy_open, loss_accumulation, loss_reduction, state_dict_prefix
 
 
 class Safety(str, enum.Enum):
@@ -45,6 +45,23 @@ class Spec:
 
 PIPELINE: tuple[Spec, ...] = (
     Spec("TM001", "loss-reduction", loss_reduction.LossReduction, Safety.SAFE, loss_reduction.triggers()),
+    # after TM101/TM102: their `.to(device)` is what TM103 moves inside the wrap; DDP must see the
+    # model on its device before wrapping.
+    Spec(
+        "TM103",
+        "dataparallel-to-ddp",
+        dataparallel_to_ddp.DataParallelToDDP,
+        Safety.REVIEW,
+        dataparallel_to_ddp.triggers(),
+    ),
+    # after TM103: it recognises TM103's `ddp_wrap(...)` as a wrapped model, and reuses its helpers.
+    Spec(
+        "TM104",
+        "state-dict-prefix",
+        state_dict_prefix.StateDictPrefix,
+        Safety.SAFE,
+        state_dict_prefix.triggers(),
+    ),
     # TM2xx after the TM1xx codemods: they rewrite `.cuda()`/`torch.load` inside datasets first,
     # and TM201 then moves whole statements (the open) without having to know about devices.
     Spec("TM201", "h5py-lazy-open", h5py_lazy_open.H5pyLazyOpen, Safety.REVIEW, h5py_lazy_open.triggers()),

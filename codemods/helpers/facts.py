@@ -28,6 +28,9 @@ class RepoFacts:
     loader_classes: frozenset[str] = field(default_factory=frozenset)
     """Names of classes whose instances are handed to a `DataLoader` (directly or through a
     variable assigned in the same file), whatever their bases."""
+    wrapped_attributes: frozenset[str] = field(default_factory=frozenset)
+    """Attribute names `x` of `self.x = DataParallel(...)`/DDP anywhere in the repo (a trainer's
+    `self.model` is often wrapped in one file and saved in another)."""
 
 
 def _imports(tree: ast.Module) -> dict[str, str]:
@@ -69,6 +72,7 @@ def collect_facts(sources: Iterable[tuple[str, str]]) -> RepoFacts:
     bases: dict[str, set[str]] = {}
     parallel: set[str] = set()
     loaded: set[str] = set()
+    attributes: set[str] = set()
     for path, text in sources:
         try:
             tree = ast.parse(text)
@@ -88,11 +92,14 @@ def collect_facts(sources: Iterable[tuple[str, str]]) -> RepoFacts:
                 d = _dotted(node.func)
                 if d and _resolve(d, aliases).rsplit(".", 1)[-1] in {"DataParallel", "DistributedDataParallel"}:
                     parallel.add(path)
+        if path in parallel:
+            attributes |= _wrapped_attributes(tree, aliases)
     return RepoFacts(
         module_classes=frozenset(_closure(bases, lambda b: b.startswith(_MODULE_ROOTS) and not _is_dataset(b))),
         dataset_classes=frozenset(_closure(bases, _is_dataset)),
         dataparallel_files=frozenset(parallel),
         loader_classes=frozenset(loaded),
+        wrapped_attributes=frozenset(attributes),
     )
 
 
@@ -124,6 +131,23 @@ def _loader_classes(tree: ast.Module, aliases: dict[str, str]) -> set[str]:
 def is_dataset_base(qualified: str) -> bool:
     """Whether a base class's qualified name makes a class a torch Dataset."""
     return _is_dataset(qualified)
+
+
+def _wrapped_attributes(tree: ast.Module, aliases: dict[str, str]) -> set[str]:
+    found = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
+            continue
+        call = node.value
+        if isinstance(call.func, ast.Attribute) and call.func.attr in {"cuda", "to"} and isinstance(call.func.value, ast.Call):
+            call = call.func.value
+        d = _dotted(call.func)
+        if not d or _resolve(d, aliases).rsplit(".", 1)[-1] not in {"DataParallel", "DistributedDataParallel"}:
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                found.add(target.attr)
+    return found
 
 
 def _is_dataset(base: str) -> bool:
