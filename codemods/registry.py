@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import Iterable
 
 from codemods.helpers.codemod import MigrationCodemod
-from codemods.transforms import loss_reduction
+from codemods.transforms import cuda_to_device, load_map_location, loss_reduction
 
 
 class Safety(str, enum.Enum):
@@ -45,6 +45,9 @@ class Spec:
 
 PIPELINE: tuple[Spec, ...] = (
     Spec("TM001", "loss-reduction", loss_reduction.LossReduction, Safety.SAFE, loss_reduction.triggers()),
+    Spec("TM101", "cuda-to-device", cuda_to_device.CudaToDevice, Safety.SAFE, cuda_to_device.triggers()),
+    # after TM101: reuses the `device` TM101 defined (or defines it the same way)
+    Spec("TM102", "load-map-location", load_map_location.LoadMapLocation, Safety.REVIEW, load_map_location.triggers()),
 )
 
 _BY_KEY = {**{s.code: s for s in PIPELINE}, **{s.name: s for s in PIPELINE}}
