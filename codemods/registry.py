@@ -9,7 +9,15 @@ from functools import cached_property
 from typing import Iterable
 
 from codemods.helpers.codemod import MigrationCodemod
-from codemods.transforms import cuda_to_device, load_map_location, loss_reduction
+from codemods.transforms import (
+    cuda_to_device,
+    empty_cache_without_del,
+    explicit_cuda_index,
+    load_map_location,
+    loss_reduction,
+    missing_detach,
+    softmax_without_dim,
+)
 
 
 class Safety(str, enum.Enum):
@@ -50,7 +58,21 @@ PIPELINE: tuple[Spec, ...] = (
     Spec("TM102", "load-map-location", load_map_location.LoadMapLocation, Safety.REVIEW, load_map_location.triggers()),
 )
 
-_BY_KEY = {**{s.code: s for s in PIPELINE}, **{s.name: s for s in PIPELINE}}
+# Findings-only checks (TM9xx): they rewrite nothing. They run before the codemods, so that their
+# line numbers point into the file as its author wrote it (a codemod may add lines, e.g. TM101's
+# `device = ...`). Kept out of PIPELINE, whose every entry rewrites something, but selected,
+# listed and explained like the codemods.
+CHECKS: tuple[Spec, ...] = (
+    Spec("TM901", "missing-detach", missing_detach.MissingDetach, Safety.SAFE, missing_detach.triggers()),
+    Spec("TM902", "empty-cache-without-del", empty_cache_without_del.EmptyCacheWithoutDel, Safety.SAFE, empty_cache_without_del.triggers()),
+    Spec("TM903", "softmax-without-dim", softmax_without_dim.SoftmaxWithoutDim, Safety.SAFE, softmax_without_dim.triggers()),
+    Spec("TM904", "explicit-cuda-index", explicit_cuda_index.ExplicitCudaIndex, Safety.SAFE, explicit_cuda_index.triggers()),
+)
+
+ALL: tuple[Spec, ...] = CHECKS + PIPELINE
+"""Everything `run` can apply, in run order: the findings-only checks, then the codemods."""
+
+_BY_KEY = {**{s.code: s for s in ALL}, **{s.name: s for s in ALL}}
 
 
 class SelectionError(ValueError):
@@ -72,9 +94,9 @@ def _matching(keys: Iterable[str]) -> set[str]:
         if not key:
             continue
         upper = key.upper()
-        hits = {s.code for s in PIPELINE if s.code.startswith(upper) or s.name == key}
+        hits = {s.code for s in ALL if s.code.startswith(upper) or s.name == key}
         if upper == "ALL":
-            hits = {s.code for s in PIPELINE}
+            hits = {s.code for s in ALL}
         if not hits:
             raise SelectionError(f"unknown codemod or prefix {key!r}; `torch-migrate list` shows them")
         codes |= hits
@@ -86,14 +108,14 @@ def select(
     ignore: Iterable[str] | None = None,
     unsafe: bool = False,
 ) -> tuple[Spec, ...]:
-    """The specs to run, in PIPELINE order. Codes, names and prefixes (`TM1`) are accepted.
+    """The specs to run, in run order (`ALL`). Codes, names and prefixes (`TM1`) are accepted.
 
     Unsafe codemods run only with `unsafe=True`, even when selected by name.
     """
-    chosen = _matching(select) if select else {s.code for s in PIPELINE}
+    chosen = _matching(select) if select else {s.code for s in ALL}
     dropped = _matching(ignore) if ignore else set()
     return tuple(
         s
-        for s in PIPELINE
+        for s in ALL
         if s.code in chosen and s.code not in dropped and (unsafe or s.safety is not Safety.UNSAFE)
     )
