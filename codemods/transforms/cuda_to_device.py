@@ -204,11 +204,23 @@ class CudaToDevice(DeviceCodemod):
                 return self._self_is_module()
             values = self._binding_values(self.current_scope, receiver.value)
             return bool(values) and all(self._is_module_value(v) for v in values)
-        info = self._enclosing_class()
-        if info and isinstance(receiver, cst.Attribute) and dotted(receiver.value) == "self":
-            values = info.attributes.get(receiver.attr.value)
+        if isinstance(receiver, cst.Attribute):
+            values = self._attribute_values(receiver)
             return bool(values) and all(self._is_module_value(v) for v in values)
         return self._is_module_value(receiver)
+
+    def _attribute_values(self, receiver: cst.Attribute) -> list[cst.BaseExpression | None]:
+        """Values this module's code assigns to `owner.attr`, when owner's class is known here."""
+        owner = receiver.value
+        info = None
+        if isinstance(owner, cst.Name) and owner.value == "self":
+            info = self._enclosing_class()
+        elif isinstance(owner, cst.Name):
+            values = self._binding_values(self.current_scope, owner.value) or []
+            classes = {dotted(v.func) for v in values if isinstance(v, cst.Call)}
+            if len(classes) == 1 and len(values) == 1:
+                info = self.classes.get(classes.pop() or "")
+        return list(info.attributes.get(receiver.attr.value, [])) if info else []
 
     def _own_cuda_class(self, receiver: cst.BaseExpression) -> ClassInfo | None:
         """The class of this module that `receiver` is an instance of, when it defines `cuda()`."""
@@ -325,20 +337,23 @@ class CudaToDevice(DeviceCodemod):
             if local:
                 return receiver
             why = f"`{receiver.value}` is not a local here; rebinding it would make it one"
+        elif not _pure(receiver):
+            if not isinstance(receiver, (cst.Attribute, cst.Subscript)):
+                return None  # `make().cuda()`: nothing to rebind
+            why = "assigning to it would evaluate its parts twice"
         elif isinstance(receiver, cst.Attribute):
-            if dotted(receiver.value) == "self" and self._self_is_module():
-                info = self._enclosing_class()
-                values = info.attributes.get(receiver.attr.value) if info else None
-                if not values or any(self._is_parameter(v) for v in values):
-                    why = f"`{self.code_for(receiver)}` may be an nn.Parameter, which cannot be assigned a plain tensor"
-                else:
-                    return receiver
+            # An attribute of a module may be a Parameter: assigning it a plain tensor (what `.to()`
+            # returns on a GPU) raises TypeError. Rebind only attributes known to hold something else.
+            values = self._attribute_values(receiver)
+            owner_is_module = self._receiver_is_module(receiver.value)
+            if owner_is_module and (not values or any(self._is_parameter(v) for v in values)):
+                why = f"`{self.code_for(receiver)}` may be an nn.Parameter, which cannot be assigned a plain tensor"
+            elif not owner_is_module and receiver.attr.value.endswith(("weight", "bias")) and not values:
+                why = f"`{self.code_for(receiver)}` may be an nn.Parameter, which cannot be assigned a plain tensor"
             else:
                 return receiver
-        elif isinstance(receiver, cst.Subscript):
-            return receiver
         else:
-            return None
+            return receiver
         self.finding(
             receiver,
             f"the result of `.cuda()` is thrown away: a tensor does not move in place ({why})",
@@ -485,6 +500,21 @@ class CudaToDevice(DeviceCodemod):
             f"legacy CUDA tensor type `{self.code_for(node)}` used as a value",
             suggestion=f"use dtype=torch.{dtype} and device=device (for a type test: `t.is_cuda and t.dtype == torch.{dtype}`)",
         )
+
+
+def _pure(expr: cst.BaseExpression) -> bool:
+    """A name, attribute chain or subscript of simple indices: safe to evaluate twice."""
+    if isinstance(expr, cst.Name):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return _pure(expr.value)
+    if isinstance(expr, cst.Subscript):
+        return _pure(expr.value) and all(
+            isinstance(e.slice, cst.Index)
+            and (isinstance(e.slice.value, (cst.Integer, cst.SimpleString)) or _pure(e.slice.value))
+            for e in expr.slice
+        )
+    return False
 
 
 _EQ = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
