@@ -22,7 +22,7 @@ def legacy_tensor_types() -> dict[str, str]:
 
 def triggers() -> tuple[str, ...]:
     types = "|".join(sorted(legacy_tensor_types()))
-    return (r"\.cuda\s*\(", rf"\bcuda\.(?:{types})\b", r"\bfrom\s+torch\.cuda\s+import\b", r"\bset_default_tensor_type\b")
+    return (r"\.cuda\s*\(", rf"\bcuda\.(?:{types})\b", r"\bfrom\s+torch\.cuda\s+import\b", r"\bimport\s+torch\.cuda\b", r"\bset_default_tensor_type\b")
 
 
 def cuda_tensor_type(qualified: str | None) -> str | None:
@@ -42,6 +42,8 @@ def type_string_dtype(expr: cst.BaseExpression) -> str | None:
 # Calls that return the module they are called on (so `Net().cuda()` is still a module).
 _MODULE_CHAIN = {"cuda", "to", "cpu", "eval", "train", "float", "double", "half", "requires_grad_"}
 _PARAMETER = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
+# Capitalised `torch.nn` names that are not modules (their `.cuda()` returns a new object).
+_NOT_MODULES = ("torch.nn.utils.", "torch.nn.parameter.", "torch.nn.functional.", "torch.nn.Buffer", "torch.nn.Parameter")
 
 
 @dataclass
@@ -163,8 +165,8 @@ class CudaToDevice(DeviceCodemod):
         if name in seen:
             return False
         qualified = self.imports.resolve(attribute_chain(name))
-        if qualified and qualified.startswith("torch.nn.") and qualified not in _PARAMETER:
-            return short[:1].isupper() and ".functional." not in qualified
+        if qualified and qualified.startswith("torch.nn.") and not qualified.startswith(_NOT_MODULES):
+            return short[:1].isupper()
         if short in self.file.facts.module_classes:
             return True
         info = self.classes.get(short)

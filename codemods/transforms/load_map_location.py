@@ -12,7 +12,7 @@ POSITIONAL = ("f", "map_location", "pickle_module")
 
 
 def triggers() -> tuple[str, ...]:
-    return (r"\bload\s*\(",)
+    return (r"\bload\b",)  # `torch.load(`, and `from torch import load as ...` for aliases
 
 
 class LoadMapLocation(DeviceCodemod):
