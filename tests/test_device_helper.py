@@ -75,14 +75,21 @@ def test_a_suppressed_site_defines_nothing() -> None:
     assert not result.changed and result.code == source
 
 
-def test_deferred_uses_do_not_pull_the_definition_above_late_imports() -> None:
-    source = "import torch\n\ndef f(x):\n    return x.cuda()\n\nimport os\n"
-    out = run_pipeline(source, [registry.get("TM101")]).code
-    assert out.index("device = torch.device") > out.index("import os")
-
-
 def test_a_closure_variable_is_not_rebound() -> None:
     source = "import torch\ndef outer():\n    t = torch.zeros(1)\n    def inner():\n        t.cuda()\n    inner()\n"
     result = run_pipeline(source, [registry.get("TM101")])
     assert "        t.to(device)\n" in result.code
     assert [f.code for f in result.findings if f.kind == "finding"] == ["TM101"]
+
+
+def test_definition_follows_the_leading_imports_not_a_late_one() -> None:
+    source = "import torch\nimport os\n\ndef f(x):\n    return x.cuda()\n\nfrom texttable import Texttable\n"
+    out = run_pipeline(source, [registry.get("TM101")]).code
+    assert out.index("device = torch.device") < out.index("def f")
+
+
+def test_definition_waits_for_a_torch_import_after_a_path_hack() -> None:
+    source = "import sys\nsys.path.insert(0, '.')\nimport torch\n\ndef f(x):\n    return x.cuda()\n"
+    out = run_pipeline(source, [registry.get("TM101")]).code
+    assert out.index("import torch") < out.index("device = torch.device") < out.index("def f")
+    compile(out, "<out>", "exec")

@@ -404,14 +404,33 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
     )
 
 
-def insertion_index(body: Sequence[cst.BaseStatement], first_use: int | None) -> int:
-    """Right after the last top-level import before the first top-level statement that needs the
-    device now (not later, as a function body does); after a docstring when there is no import."""
+def _binds(statement: cst.BaseStatement, name: str) -> bool:
+    if not _is_import_line(statement):
+        return False
+    for small in statement.body:
+        names = small.names if isinstance(small, (cst.Import, cst.ImportFrom)) else ()
+        if isinstance(names, cst.ImportStar):
+            continue
+        for alias in names:
+            bound = alias.evaluated_alias or alias.evaluated_name.split(".")[0]
+            if bound == name:
+                return True
+    return False
+
+
+def insertion_index(body: Sequence[cst.BaseStatement], first_use: int | None, needs: str | None = None) -> int:
+    """Where the definition goes: after the leading block of imports (after a docstring and any
+    `from __future__`), or after the later import that binds `needs` (how the definition spells
+    torch), and never after the first top-level statement that uses the device right away."""
     limit = len(body) if first_use is None else first_use
     index = 1 if body and _is_docstring(body[0]) else 0
-    for i, statement in enumerate(body[:limit]):
-        if _is_import_line(statement):
-            index = i + 1
+    while index < limit and _is_import_line(body[index]):
+        index += 1
+    if needs is not None:
+        for i, statement in enumerate(body[:limit]):
+            if _binds(statement, needs):
+                index = max(index, i + 1)
+                break
     return min(index, limit)
 
 
@@ -520,7 +539,9 @@ class DeviceCodemod(MigrationCodemod):
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         if not self._global_used or not self.device_plan.needs_definition(self._first_use):
             return updated_node
-        at = insertion_index(original_node.body, self._first_use)
+        spelling = self.imports.local_name_for("torch.device")
+        needs = spelling.split(".")[0] if spelling else None
+        at = insertion_index(original_node.body, self._first_use, needs)
         at += sum(n for index, n in self.extra_top_statements.items() if index < at)
         return with_definition(
             updated_node, self.device_plan.global_name, self.imports, at, lambda: self.add_needed_import("torch")
