@@ -381,7 +381,7 @@ class CudaToDevice(DeviceCodemod):
             factory, args = "torch.empty", [cst.Arg(cst.Integer("0"))]
         elif len(args) > 1 or isinstance(args[0].value, cst.Integer) or self._is_size(args[0].value):
             factory = "torch.empty"
-        elif isinstance(args[0].value, (cst.List, cst.Tuple, cst.ListComp)):
+        elif self._is_data(args[0].value):
             factory = "torch.tensor"
         else:
             self.finding(
@@ -409,6 +409,17 @@ class CudaToDevice(DeviceCodemod):
             )
 
         return self.with_device(original, updated, build)
+
+    def _is_data(self, expr: cst.BaseExpression) -> bool:
+        """A list/tuple display, `list(...)`, or a local name bound only to those."""
+        if isinstance(expr, (cst.List, cst.Tuple, cst.ListComp)):
+            return True
+        if isinstance(expr, cst.Call) and dotted(expr.func) == "list" and "list" not in self.scopes.module.bindings:
+            return True
+        if isinstance(expr, cst.Name):
+            values = self._binding_values(self.current_scope, expr.value)
+            return bool(values) and all(v is not None and not isinstance(v, cst.Name) and self._is_data(v) for v in values)
+        return False
 
     @staticmethod
     def _suggest(dtype: str) -> str:
