@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import Iterable
 
 from codemods.helpers.codemod import MigrationCodemod
-from codemods.transforms import loss_reduction
+from codemods.transforms import amp_namespace, load_weights_only, deprecated_api, loss_reduction
 
 
 class Safety(str, enum.Enum):
@@ -45,6 +45,11 @@ class Spec:
 
 PIPELINE: tuple[Spec, ...] = (
     Spec("TM001", "loss-reduction", loss_reduction.LossReduction, Safety.SAFE, loss_reduction.triggers()),
+    Spec("TM004", "amp-namespace", amp_namespace.AmpNamespace, Safety.SAFE, amp_namespace.triggers()),
+    # TM006 after TM002/TM003: `Variable(...)` wrappers are gone, so argument positions are final.
+    Spec("TM006", "deprecated-api", deprecated_api.DeprecatedApi, Safety.SAFE, deprecated_api.triggers()),
+    # TM301 after TM1xx/TM2xx: TM102 adds `map_location=` first; this adds `weights_only=` after it.
+    Spec("TM301", "load-weights-only", load_weights_only.LoadWeightsOnly, Safety.REVIEW, load_weights_only.triggers()),
 )
 
 _BY_KEY = {**{s.code: s for s in PIPELINE}, **{s.name: s for s in PIPELINE}}
