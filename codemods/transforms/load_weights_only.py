@@ -154,13 +154,20 @@ class LoadWeightsOnly(MigrationCodemod):
         self.flows = _Flows(self.imports)
         node.visit(self.flows)
 
+    def _name_call(self, node: cst.Call, bound: dict) -> str:
+        """`torch.load("model.pth")`, or `torch.load(...)` when the file argument is long."""
+        source = self.code_for(bound["f"].arg.value) if "f" in bound else "..."
+        if len(source) > 40 or "\n" in source:
+            source = "..."
+        return f"{self.code_for(node.func)}({source})"
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.qualified_name(original_node.func) not in LOADS:
             return updated_node
         bound = A.bind(updated_node, POSITIONAL)
         if "weights_only" in bound:
             return updated_node
-        call = self.code_for(original_node.func) + "(...)"
+        call = self._name_call(original_node, bound)
         if any(a.star == "**" for a in updated_node.args):
             self.finding(original_node, f"`{call}` with **kwargs: make sure they set `weights_only=`")
             return updated_node
@@ -180,7 +187,8 @@ class LoadWeightsOnly(MigrationCodemod):
             self.finding(
                 original_node,
                 f"security: `{call}` unpickles arbitrary objects (weights_only=False); load only trusted"
-                " files, or save a state_dict and load it with weights_only=True",
+                " files, or save a state_dict and load it with weights_only=True"
+                + (" (pickle_module= rules out weights_only=True)" if "pickle_module" in bound else ""),
                 suggestion="weights_only=True",
             )
         return result
