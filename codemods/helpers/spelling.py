@@ -54,14 +54,18 @@ def import_forms(module: cst.Module) -> dict[str, ImportForm]:
     return forms
 
 
-def reference(codemod, qualified: str) -> cst.BaseExpression:
+def reference(codemod, qualified: str, forms: dict[str, ImportForm]) -> cst.BaseExpression:
     """An expression for `qualified` (a `torch.` name) that the module will be able to resolve.
 
     Uses the module's own spelling (`F.interpolate`, `tamp.autocast`) when an import provides one;
-    otherwise writes the full dotted name and queues `import torch`.
+    otherwise writes the full dotted name and queues `import torch`. The import behind a reused
+    spelling is queued too (a no-op when it is already at module level): the resolver also sees
+    imports inside functions, which do not bind the name where the rewrite may be.
     """
     local = codemod.imports.local_name_for(qualified)
-    if local is not None:
+    form = forms.get(local.split(".")[0]) if local is not None else None
+    if local is not None and form is not None:
+        codemod.add_needed_import(form.module, form.obj, form.asname)
         return attribute_chain(local)
     codemod.add_needed_import(qualified.split(".")[0])
     return attribute_chain(qualified)

@@ -140,7 +140,7 @@ class AmpNamespace(MigrationCodemod):
         args = self._new_args(original_node, updated_node, kind, device)
         if args is None:
             return updated_node
-        replacement = updated_node.with_changes(func=reference(self, new), args=args)
+        replacement = updated_node.with_changes(func=reference(self, new, self.forms), args=args)
         result = self.rewrite(original_node, updated_node, replacement)
         if result is replacement:
             self._retire_old(original_node.func)
@@ -188,7 +188,7 @@ class AmpNamespace(MigrationCodemod):
         if kind != "custom":
             self.finding(original_node, f"`@{self.code_for(expr)}` without a call; write `@{new}(\"{device}\")`")
             return updated_node
-        call = cst.Call(func=reference(self, new), args=[_device_keyword(device, False)])
+        call = cst.Call(func=reference(self, new, self.forms), args=[_device_keyword(device, False)])
         replacement = updated_node.with_changes(decorator=call)
         result = self.rewrite(original_node, updated_node, replacement)
         if result is replacement:

@@ -199,7 +199,7 @@ class DeprecatedApi(MigrationCodemod):
             if form.module == module and short not in self._module_names():
                 self.add_needed_import(module, short)
                 return cst.Name(short)
-        return reference(self, new)
+        return reference(self, new, self.forms)
 
     # -- results used only through their first element ---------------------------------------
 
@@ -293,7 +293,7 @@ class DeprecatedApi(MigrationCodemod):
         args[bound["end"].index] = args[bound["end"].index].with_changes(value=shifted(end, 1 if step > 0 else -1))
         new_call = call.with_changes(func=self._func(original.func, entry), args=args)
         if "dtype" not in bound:  # torch.range always returned the default float dtype
-            dtype = cst.Call(func=reference(self, "torch.get_default_dtype"))
+            dtype = cst.Call(func=reference(self, "torch.get_default_dtype", self.forms))
             new_call = append_args(new_call, [keyword_arg("dtype", dtype)])
         if provably_int(start) and provably_int(end):
             return new_call, None
@@ -342,9 +342,9 @@ class DeprecatedApi(MigrationCodemod):
         uplo = keyword_arg("UPLO", cst.SimpleString('"U"' if upper else '"L"'))
         matrix = _arg(bound["input"].arg.value)
         if vectors:
-            return _call(reference(self, "torch.linalg.eigh"), [matrix, uplo]), None
+            return _call(reference(self, "torch.linalg.eigh", self.forms), [matrix, uplo]), None
         if id(original) in self.first:
-            self.pending[id(original)] = (_call(reference(self, "torch.linalg.eigvalsh"), [matrix, uplo]), None)
+            self.pending[id(original)] = (_call(reference(self, "torch.linalg.eigvalsh", self.forms), [matrix, uplo]), None)
             self._retire(original)
             return None
         self._decline(original, entry, "it returned (eigenvalues, empty tensor); use torch.linalg.eigvalsh(A, UPLO=...)")
@@ -360,7 +360,7 @@ class DeprecatedApi(MigrationCodemod):
                 original, entry, "it returned (solution, LU); torch.linalg.solve(A, B) returns the solution only"
             )
             return None
-        new = _call(reference(self, "torch.linalg.solve"), [_arg(bound["A"].arg.value), _arg(bound["input"].arg.value)])
+        new = _call(reference(self, "torch.linalg.solve", self.forms), [_arg(bound["A"].arg.value), _arg(bound["input"].arg.value)])
         self.pending[id(original)] = (new, None)
         self._retire(original)
         return None
@@ -398,7 +398,7 @@ class DeprecatedApi(MigrationCodemod):
         if dtype is None:
             self._decline(original, entry, "use torch.set_default_dtype(<float dtype>) (and torch.set_default_device)")
             return None
-        new = _call(self._func(original.func, entry), [_arg(reference(self, dtype))])
+        new = _call(self._func(original.func, entry), [_arg(reference(self, dtype, self.forms))])
         return new, "set_default_tensor_type also made CPU the default device; add torch.set_default_device if needed"
 
     def _assert_allclose(self, original: cst.Call, call: cst.Call, entry: dict):
