@@ -13,8 +13,13 @@ from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.keywords import append_args, keyword_arg
 from codemods.helpers.spelling import head, import_forms, reference, retire
 
-# Short names that are also everyday words: only their dotted or imported spellings trigger.
-_COMMON = frozenset({"range", "solve", "eig", "qr", "ger", "normal", "uniform", "constant", "eye", "sparse"})
+# Short names that are also everyday words (or current torch names) trigger only in the spellings
+# the deprecated function can have: `init.normal(`, `F.sigmoid(`, `torch.range(`, or an import.
+_INIT_COMMON = ("normal", "uniform", "constant", "eye", "sparse")
+_TORCH_COMMON = ("sigmoid", "tanh")  # torch.sigmoid is current; F.sigmoid is not
+_DOTTED_COMMON = ("range", "ger")
+_LINALG_COMMON = ("solve", "eig", "qr")  # torch.linalg.solve is current
+_COMMON = frozenset(_INIT_COMMON + _TORCH_COMMON + _DOTTED_COMMON + _LINALG_COMMON)
 _INT_FUNCS = frozenset({"len", "int"})
 _INT_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide)
 # set_default_tensor_type's CPU tensor types -> dtypes. CUDA types belong to TM101 (cuda-to-device).
@@ -39,7 +44,11 @@ def triggers() -> tuple[str, ...]:
     rare = [n for n in short if n not in _COMMON]
     return (
         rf"\b(?:{'|'.join(rare)})\b",
-        rf"\.\s*(?:{'|'.join(sorted(_COMMON))})\s*\(",
+        rf"\binit\s*\.\s*(?:{'|'.join(_INIT_COMMON)})\s*\(",
+        r"\binit\s+as\b",  # `from torch.nn import init as winit`
+        rf"(?<!torch)\.\s*(?:{'|'.join(_TORCH_COMMON)})\s*\(",
+        rf"\.\s*(?:{'|'.join(_DOTTED_COMMON)})\s*\(",
+        rf"(?<!linalg)\.\s*(?:{'|'.join(_LINALG_COMMON)})\s*\(",
         rf"\bfrom\s+torch[\w.]*\s+import\s+(?:\([^)]*|[^\n]*)\b(?:{'|'.join(sorted(_COMMON))})\b",
     )
 

@@ -17,8 +17,10 @@ _GETTERS = frozenset({"get", "pop", "copy"})
 
 def triggers() -> tuple[str, ...]:
     return (
-        r"\.\s*load\s*\(",
-        r"\bfrom\s+torch(?:\.serialization)?\s+import\s+(?:\([^)]*|[^\n]*)\bload\b",
+        r"\btorch\s*\.\s*load\s*\(",
+        r"\bimport\s+torch\s+as\b",  # `th.load(...)`
+        r"\bserialization\b",
+        r"\bfrom\s+torch\s+import\s+(?:\([^)]*|[^\n]*)\bload\b",
     )
 
 
