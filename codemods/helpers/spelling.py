@@ -22,50 +22,85 @@ class ImportForm:
     module: str
     obj: str | None
     asname: str | None
+    module_level: bool = True
+    """False when the import is inside a function or class body (it binds nothing at module level)."""
+
+
+def _asname(alias: cst.ImportAlias) -> str | None:
+    return alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else None
+
+
+def _record(statement: cst.BaseSmallStatement, module_level: bool, forms: dict[str, ImportForm]) -> None:
+    if isinstance(statement, cst.Import):
+        for alias in statement.names:
+            full = dotted(alias.name)
+            if full is not None:
+                asname = _asname(alias)
+                local = asname or full.split(".")[0]
+                if module_level or local not in forms:
+                    forms[local] = ImportForm(full, None, asname, module_level)
+    elif isinstance(statement, cst.ImportFrom):
+        if statement.relative or statement.module is None or isinstance(statement.names, cst.ImportStar):
+            return
+        mod = dotted(statement.module)
+        for alias in statement.names:
+            name = dotted(alias.name)
+            if mod is not None and name is not None:
+                asname = _asname(alias)
+                local = asname or name
+                if module_level or local not in forms:
+                    forms[local] = ImportForm(mod, name, asname, module_level)
 
 
 def import_forms(module: cst.Module) -> dict[str, ImportForm]:
-    """Local name -> the import statement form that binds it (module level and nested)."""
+    """Local name -> the import statement that binds it; a module-level import wins over a nested one.
+
+    Walks statements only (never into expressions): this runs for every file a codemod parses.
+    """
     forms: dict[str, ImportForm] = {}
 
-    class Collector(cst.CSTVisitor):
-        def visit_Import(self, node: cst.Import) -> bool:
-            for alias in node.names:
-                full = dotted(alias.name)
-                if full is None:
-                    continue
-                asname = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else None
-                forms[asname or full.split(".")[0]] = ImportForm(full, None, asname)
-            return False
+    def walk(body, module_level: bool) -> None:
+        for statement in body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    _record(small, module_level, forms)
+            elif isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                walk(_statements(statement.body), False)
+            elif isinstance(statement, cst.BaseCompoundStatement):
+                for block in _blocks(statement):
+                    walk(_statements(block), module_level)
 
-        def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-            if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-                return False
-            mod = dotted(node.module)
-            for alias in node.names:
-                name = dotted(alias.name)
-                if mod is None or name is None:
-                    continue
-                asname = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else None
-                forms[asname or name] = ImportForm(mod, name, asname)
-            return False
-
-    module.visit(Collector())
+    walk(module.body, True)
     return forms
+
+
+def _statements(block: cst.BaseSuite) -> list:
+    return list(block.body) if isinstance(block, cst.IndentedBlock) else [block]
+
+
+def _blocks(statement: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
+    blocks = [statement.body]
+    for name in ("orelse", "finalbody"):
+        extra = getattr(statement, name, None)
+        if extra is not None:
+            blocks.append(extra.body if not isinstance(extra, cst.If) else cst.IndentedBlock(body=[extra]))
+    blocks += [handler.body for handler in getattr(statement, "handlers", ())]
+    blocks += [case.body for case in getattr(statement, "cases", ())]
+    return blocks
 
 
 def reference(codemod, qualified: str, forms: dict[str, ImportForm]) -> cst.BaseExpression:
     """An expression for `qualified` (a `torch.` name) that the module will be able to resolve.
 
-    Uses the module's own spelling (`F.interpolate`, `tamp.autocast`) when an import provides one;
-    otherwise writes the full dotted name and queues `import torch`. The import behind a reused
-    spelling is queued too (a no-op when it is already at module level): the resolver also sees
-    imports inside functions, which do not bind the name where the rewrite may be.
+    Uses the module's own spelling (`F.interpolate`, `tamp.autocast`) when a module-level import
+    provides one; otherwise writes the full dotted name and queues `import torch` (libcst adds it
+    once, and only if the module lacks it).
     """
     local = codemod.imports.local_name_for(qualified)
     form = forms.get(local.split(".")[0]) if local is not None else None
     if local is not None and form is not None:
-        codemod.add_needed_import(form.module, form.obj, form.asname)
+        if not form.module_level:  # bound only inside a function: bind it where we use it
+            codemod.add_needed_import(form.module, form.obj, form.asname)
         return attribute_chain(local)
     codemod.add_needed_import(qualified.split(".")[0])
     return attribute_chain(qualified)
