@@ -134,12 +134,13 @@ DEPRECATED: dict[str, dict] = {
         safety="safe", deprecated="1.9.0", removed="1.13.0", reference=_LINALG),
     "torch.eig": dict(
         replacement="torch.linalg.eig", handler="finding", positional=["input", "eigenvectors"],
-        arguments="linalg.eig returns complex tensors instead of (n, 2) real pairs: rewrite by hand",
+        arguments="linalg.eig returns complex tensors instead of (n, 2) real pairs: L, V = torch.linalg.eig(A)"
+        " (or L = torch.linalg.eigvals(A)) and adapt the code that reads them",
         safety="finding", deprecated="1.9.0", removed="1.13.0", reference=_LINALG),
     "torch.lstsq": dict(
         replacement="torch.linalg.lstsq", handler="finding", positional=["input", "A"],
         arguments="arguments swap and the solution is (n, k), not the first n rows of an (max(m, n), k)"
-        " tensor: rewrite by hand",
+        " tensor: torch.lstsq(B, A)[0][:A.size(1)] -> torch.linalg.lstsq(A, B).solution, by hand",
         safety="finding", deprecated="1.9.0", removed="1.13.0", reference=_LINALG),
     "torch.set_default_tensor_type": dict(
         replacement="torch.set_default_dtype", handler="set_default_tensor_type", positional=["t"],
