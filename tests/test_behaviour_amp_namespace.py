@@ -121,3 +121,31 @@ def test_migrated_module_imports_what_it_references() -> None:
     )
     assert "import torch\n" in new and "torch.cuda" not in new
     execute(new, FutureWarning)
+
+
+CUDA_STEP = """
+    import torch
+    from torch.cuda.amp import GradScaler, autocast
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(16, 4).cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = GradScaler(init_scale=256.0)
+    x = torch.randn(8, 16, device="cuda")
+    with autocast():
+        out = model(x)
+        loss = out.float().pow(2).mean()
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    result = (out, model.weight.detach(), torch.tensor(scaler.get_scale()))
+"""
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device: autocast/GradScaler are no-ops without one")
+def test_cuda_training_step_is_unchanged() -> None:
+    old = textwrap.dedent(CUDA_STEP)
+    before = execute(old, None)["result"]
+    after = execute(migrate(CUDA_STEP), Warning)["result"]
+    assert after[0].dtype == torch.float16  # autocast really ran
+    torch.testing.assert_close(after, before)
