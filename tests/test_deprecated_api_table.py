@@ -51,5 +51,7 @@ def test_table_is_what_gen_tables_writes() -> None:
 def test_every_deprecated_nn_init_function_is_covered() -> None:
     import torch.nn.init as init
 
-    deprecated = {n for n in dir(init) if not n.startswith("_") and "deprecated in favor of" in (getattr(init, n).__doc__ or "")}
+    deprecated = {
+        n for n in dir(init) if not n.startswith("_") and "deprecated in favor of" in (getattr(init, n).__doc__ or "")
+    }
     assert deprecated and {f"torch.nn.init.{n}" for n in deprecated} <= set(TABLE)

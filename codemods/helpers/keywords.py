@@ -39,7 +39,9 @@ def append_args(call: cst.Call, new: list[cst.Arg]) -> cst.Call:
         new = [a.with_changes(comma=between) for a in new[:-1]] + [new[-1].with_changes(comma=trailing)]
         return call.with_changes(args=[*args, *new])
     # The whitespace before `)` (a newline, in a call closed on its own line) moves to the end.
-    args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=_SPACE), whitespace_after_arg=cst.SimpleWhitespace(""))
+    args[-1] = last.with_changes(
+        comma=cst.Comma(whitespace_after=_SPACE), whitespace_after_arg=cst.SimpleWhitespace("")
+    )
     end = trailing if isinstance(trailing, cst.Comma) else cst.MaybeSentinel.DEFAULT
     chained = _chain(new, end)
     chained[-1] = chained[-1].with_changes(whitespace_after_arg=last.whitespace_after_arg)

@@ -176,7 +176,7 @@ class DeprecatedApi(MigrationCodemod):
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.forms = import_forms(tree)
-        self.first: set[int] = set()  # ids of calls whose result is only indexed [0] / .eigenvalues
+        self.first: dict[int, str] = {}  # id of a call -> "[0]" or the attribute read from its result
         self.pending: dict[int, tuple[cst.BaseExpression, str | None]] = {}
         self._names: set[str] | None = None
         self._tree = tree
@@ -219,11 +219,11 @@ class DeprecatedApi(MigrationCodemod):
             and isinstance(node.slice[0].slice, cst.Index)
             and int_value(node.slice[0].slice.value) == 0
         ):
-            self.first.add(id(node.value))
+            self.first[id(node.value)] = "[0]"
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, cst.Call) and node.attr.value in ("eigenvalues", "solution"):
-            self.first.add(id(node.value))
+            self.first[id(node.value)] = node.attr.value
 
     def _finish(self, original, updated):
         pending = self.pending.pop(id(original.value), None)
@@ -352,11 +352,14 @@ class DeprecatedApi(MigrationCodemod):
         matrix = _arg(bound["input"].arg.value)
         if vectors:
             return _call(reference(self, "torch.linalg.eigh", self.forms), [matrix, uplo]), None
-        if id(original) in self.first:
-            self.pending[id(original)] = (_call(reference(self, "torch.linalg.eigvalsh", self.forms), [matrix, uplo]), None)
+        if self.first.get(id(original)) in ("[0]", "eigenvalues"):
+            eigvalsh = reference(self, "torch.linalg.eigvalsh", self.forms)
+            self.pending[id(original)] = (_call(eigvalsh, [matrix, uplo]), None)
             self._retire(original)
             return None
-        self._decline(original, entry, "it returned (eigenvalues, empty tensor); use torch.linalg.eigvalsh(A, UPLO=...)")
+        self._decline(
+            original, entry, "it returned (eigenvalues, empty tensor); use torch.linalg.eigvalsh(A, UPLO=...)"
+        )
         return None
 
     def _solve(self, original: cst.Call, call: cst.Call, entry: dict):
@@ -364,12 +367,13 @@ class DeprecatedApi(MigrationCodemod):
         if A.has_star_args(call) or set(bound) != {"input", "A"}:
             self._decline(original, entry, entry["arguments"])
             return None
-        if id(original) not in self.first:
+        if self.first.get(id(original)) not in ("[0]", "solution"):
             self._decline(
                 original, entry, "it returned (solution, LU); torch.linalg.solve(A, B) returns the solution only"
             )
             return None
-        new = _call(reference(self, "torch.linalg.solve", self.forms), [_arg(bound["A"].arg.value), _arg(bound["input"].arg.value)])
+        solve = reference(self, "torch.linalg.solve", self.forms)
+        new = _call(solve, [_arg(bound["A"].arg.value), _arg(bound["input"].arg.value)])  # A first
         self.pending[id(original)] = (new, None)
         self._retire(original)
         return None
@@ -422,7 +426,8 @@ class DeprecatedApi(MigrationCodemod):
             )
             return None
         value = lambda p: bound[p].arg.value  # noqa: E731
-        args = [_arg(value("actual")), _arg(value("expected")), _arg(value("rtol"), "rtol"), _arg(value("atol"), "atol")]
+        args = [_arg(value("actual")), _arg(value("expected"))]
+        args += [_arg(value("rtol"), "rtol"), _arg(value("atol"), "atol")]
         args.append(_arg(value("equal_nan") if "equal_nan" in bound else cst.Name("True"), "equal_nan"))
         args += [_arg(cst.Name("False"), "check_dtype"), _arg(cst.Name("False"), "check_stride")]
         if "msg" in bound:
