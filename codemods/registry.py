@@ -10,12 +10,15 @@ from typing import Iterable
 
 from codemods.helpers.codemod import MigrationCodemod
 from codemods.transforms import (
+    amp_namespace,
     cuda_to_device,
     dataparallel_to_ddp,
+    deprecated_api,
     empty_cache_without_del,
     explicit_cuda_index,
     h5py_lazy_open,
     load_map_location,
+    load_weights_only,
     loss_accumulation,
     loss_reduction,
     missing_detach,
@@ -63,6 +66,9 @@ class Spec:
 
 PIPELINE: tuple[Spec, ...] = (
     Spec("TM001", "loss-reduction", loss_reduction.LossReduction, Safety.SAFE, loss_reduction.triggers()),
+    Spec("TM004", "amp-namespace", amp_namespace.AmpNamespace, Safety.SAFE, amp_namespace.triggers()),
+    # TM006 after TM002/TM003: `Variable(...)` wrappers are gone, so argument positions are final.
+    Spec("TM006", "deprecated-api", deprecated_api.DeprecatedApi, Safety.SAFE, deprecated_api.triggers()),
     Spec("TM101", "cuda-to-device", cuda_to_device.CudaToDevice, Safety.SAFE, cuda_to_device.triggers()),
     # after TM101: reuses the `device` TM101 defined (or defines it the same way)
     Spec("TM102", "load-map-location", load_map_location.LoadMapLocation, Safety.REVIEW, load_map_location.triggers()),
@@ -89,6 +95,8 @@ PIPELINE: tuple[Spec, ...] = (
     # After TM003: `total += loss.data[0]` is already `loss.item()` there, and TM002 has removed
     # `Variable(...)` wrappers that would hide a loss call from TM202.
     Spec("TM202", "loss-accumulation", loss_accumulation.LossAccumulation, Safety.UNSAFE, loss_accumulation.triggers()),
+    # TM301 after TM1xx/TM2xx: TM102 adds `map_location=` first; this adds `weights_only=` after it.
+    Spec("TM301", "load-weights-only", load_weights_only.LoadWeightsOnly, Safety.REVIEW, load_weights_only.triggers()),
 )
 
 # Findings-only checks (TM9xx): they rewrite nothing. They run before the codemods, so that their

@@ -65,7 +65,140 @@ def legacy_tensor_types() -> dict:
     return table
 
 
-TABLES = {"losses.json": losses, "legacy_tensor_types.json": legacy_tensor_types}
+# Hand-kept facts about deprecated APIs; deprecated_api() adds what torch itself can tell (every
+# deprecated `nn.init` alias) and checks each entry against the installed torch.
+# handler: "rename" (generic: new name, `positional` old order, `keyword_from` = the first old
+# positional that the replacement only takes by keyword, `rename` keywords, `add` [keyword, source] pairs, in order), a
+# special rewrite in codemods/transforms/deprecated_api.py, or "finding" (never rewritten).
+_DOCS = "https://pytorch.org/docs/stable/"
+_LINALG = "https://github.com/pytorch/pytorch/issues/70081"
+DEPRECATED: dict[str, dict] = {
+    "torch.nn.functional.upsample": dict(
+        replacement="torch.nn.functional.interpolate", handler="rename",
+        positional=["input", "size", "scale_factor", "mode", "align_corners"],
+        arguments="same arguments in the same order", safety="safe", deprecated="0.4.1",
+        reference=_DOCS + "generated/torch.nn.functional.interpolate.html"),
+    "torch.nn.functional.upsample_nearest": dict(
+        replacement="torch.nn.functional.interpolate", handler="rename",
+        positional=["input", "size", "scale_factor"], add=[["mode", '"nearest"']],
+        arguments='adds mode="nearest"', safety="safe", deprecated="0.4.1",
+        reference=_DOCS + "generated/torch.nn.functional.upsample_nearest.html"),
+    "torch.nn.functional.upsample_bilinear": dict(
+        replacement="torch.nn.functional.interpolate", handler="rename",
+        positional=["input", "size", "scale_factor"], add=[["mode", '"bilinear"'], ["align_corners", "True"]],
+        arguments='adds mode="bilinear", align_corners=True (what upsample_bilinear always used)',
+        safety="safe", deprecated="0.4.1",
+        reference=_DOCS + "generated/torch.nn.functional.upsample_bilinear.html"),
+    "torch.nn.functional.sigmoid": dict(
+        replacement="torch.sigmoid", handler="rename", positional=["input"],
+        arguments="same argument", safety="safe", deprecated="0.4.1",
+        reference=_DOCS + "generated/torch.nn.functional.sigmoid.html"),
+    "torch.nn.functional.tanh": dict(
+        replacement="torch.tanh", handler="rename", positional=["input"],
+        arguments="same argument", safety="safe", deprecated="0.4.1",
+        reference=_DOCS + "generated/torch.nn.functional.tanh.html"),
+    "torch.nn.utils.clip_grad_norm": dict(
+        replacement="torch.nn.utils.clip_grad_norm_", handler="rename",
+        aliases=["torch.nn.utils.clip_grad.clip_grad_norm"],
+        positional=["parameters", "max_norm", "norm_type", "error_if_nonfinite", "foreach"],
+        arguments="same arguments; the old name only forwards them", safety="safe", deprecated="0.4.0",
+        reference=_DOCS + "generated/torch.nn.utils.clip_grad_norm_.html"),
+    "torch.ger": dict(
+        replacement="torch.outer", handler="rename", positional=["input", "vec2"],
+        arguments="same arguments", safety="safe", deprecated="1.7.0",
+        reference=_DOCS + "generated/torch.ger.html"),
+    "torch.cholesky": dict(
+        replacement="torch.linalg.cholesky", handler="rename", positional=["input", "upper"], keyword_from=1,
+        arguments="`upper` becomes keyword-only", safety="safe", deprecated="1.9.0",
+        reference=_DOCS + "generated/torch.cholesky.html"),
+    "torch.testing.assert_allclose": dict(
+        replacement="torch.testing.assert_close", handler="assert_allclose",
+        positional=["actual", "expected", "rtol", "atol", "equal_nan", "msg"],
+        arguments="rtol/atol given: passed on with equal_nan=True, check_dtype=False, check_stride=False;"
+        " without them the default tolerances differ (finding)",
+        safety="review", deprecated="1.12.0", reference="https://github.com/pytorch/pytorch/issues/61844"),
+    "torch.range": dict(
+        replacement="torch.arange", handler="range", positional=["start", "end", "step"],
+        arguments="end + 1 (end - 1 for a negative step), dtype=torch.get_default_dtype(); only with an"
+        " integer literal step; a finding otherwise",
+        safety="safe", deprecated="0.4.0", reference=_DOCS + "generated/torch.range.html"),
+    "torch.chain_matmul": dict(
+        replacement="torch.linalg.multi_dot", handler="chain_matmul", positional=[],
+        arguments="the matrices become one list; needs two or more, no out=", safety="safe", deprecated="1.9.0",
+        reference=_DOCS + "generated/torch.chain_matmul.html"),
+    "torch.qr": dict(
+        replacement="torch.linalg.qr", handler="qr", positional=["input", "some"],
+        arguments='some=True -> mode="reduced" (the default), some=False -> mode="complete"',
+        safety="safe", deprecated="1.9.0", reference=_DOCS + "generated/torch.qr.html"),
+    "torch.symeig": dict(
+        replacement="torch.linalg.eigh", handler="symeig", positional=["input", "eigenvectors", "upper"],
+        arguments='eigenvectors=True -> linalg.eigh(A, UPLO="U"|"L"); symeig(A)[0] ->'
+        ' linalg.eigvalsh(A, UPLO=...); other uses of the (values, empty) pair: finding',
+        safety="safe", deprecated="1.9.0", removed="2.0.0", reference=_LINALG),
+    "torch.solve": dict(
+        replacement="torch.linalg.solve", handler="solve", positional=["input", "A"],
+        arguments="solve(B, A)[0] -> linalg.solve(A, B) (arguments swap, no LU in the result); other uses:"
+        " finding",
+        safety="safe", deprecated="1.9.0", removed="1.13.0", reference=_LINALG),
+    "torch.matrix_rank": dict(
+        replacement="torch.linalg.matrix_rank", handler="matrix_rank", positional=["input", "tol", "symmetric"],
+        arguments="symmetric -> hermitian; a positive literal tol -> atol; any other tol: finding",
+        safety="safe", deprecated="1.9.0", removed="1.13.0", reference=_LINALG),
+    "torch.eig": dict(
+        replacement="torch.linalg.eig", handler="finding", positional=["input", "eigenvectors"],
+        arguments="linalg.eig returns complex tensors instead of (n, 2) real pairs: L, V = torch.linalg.eig(A)"
+        " (or L = torch.linalg.eigvals(A)) and adapt the code that reads them",
+        safety="finding", deprecated="1.9.0", removed="1.13.0", reference=_LINALG),
+    "torch.lstsq": dict(
+        replacement="torch.linalg.lstsq", handler="finding", positional=["input", "A"],
+        arguments="arguments swap and the solution is (n, k), not the first n rows of an (max(m, n), k)"
+        " tensor: torch.lstsq(B, A)[0][:A.size(1)] -> torch.linalg.lstsq(A, B).solution, by hand",
+        safety="finding", deprecated="1.9.0", removed="1.13.0", reference=_LINALG),
+    "torch.set_default_tensor_type": dict(
+        replacement="torch.set_default_dtype", handler="set_default_tensor_type", positional=["t"],
+        arguments='"torch.FloatTensor"/torch.DoubleTensor (CPU types) -> torch.float32/float64; CUDA'
+        " types are TM101's",
+        safety="review", deprecated="2.1.0", reference=_DOCS + "generated/torch.set_default_tensor_type.html"),
+}
+
+
+def deprecated_api() -> dict:
+    import importlib
+    import torch.nn.init as init
+
+    table = {name: {"aliases": [], "add": [], "rename": {}, "keyword_from": None, "removed": None, **entry}
+             for name, entry in DEPRECATED.items()}
+    for name in sorted(dir(init)):
+        obj = getattr(init, name)
+        if name.startswith("_") or not callable(obj) or not hasattr(init, name + "_"):
+            continue
+        if "deprecated in favor of" not in (obj.__doc__ or ""):
+            continue
+        table[f"torch.nn.init.{name}"] = {
+            "replacement": f"torch.nn.init.{name}_", "handler": "rename", "aliases": [], "positional": [],
+            "add": [], "rename": {}, "keyword_from": None,
+            "arguments": "same arguments; the old name only forwards them", "safety": "safe",
+            "deprecated": "0.4.0", "removed": None,
+            "reference": _DOCS + f"nn.init.html#torch.nn.init.{name}_",
+        }
+
+    def resolve(qualified: str):
+        module, _, attr = qualified.rpartition(".")
+        return getattr(importlib.import_module(module), attr)
+
+    for name, entry in table.items():
+        resolve(entry["replacement"])  # raises if the replacement is not in this torch
+        for alias in entry["aliases"]:
+            if resolve(alias) is not resolve(name):
+                raise SystemExit(f"{alias} is not {name} in this torch")
+    return table
+
+
+TABLES = {
+    "losses.json": losses,
+    "legacy_tensor_types.json": legacy_tensor_types,
+    "deprecated_api.json": deprecated_api,
+}
 
 
 def render(build) -> str:

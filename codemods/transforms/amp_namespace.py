@@ -1,0 +1,227 @@
+"""TM004: `torch.cuda.amp.*` / `torch.cpu.amp.*` -> `torch.amp.*` with the device type."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods.helpers import args as A
+from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers.spelling import head, import_forms, reference, retire
+
+# Old qualified name -> (new qualified name, device type, kind). The submodule spellings are the
+# classes' real homes, reachable as `from torch.cuda.amp.grad_scaler import GradScaler`.
+AMP: dict[str, tuple[str, str, str]] = {}
+for _device in ("cuda", "cpu"):
+    for _old in ("autocast", "autocast_mode.autocast"):
+        AMP[f"torch.{_device}.amp.{_old}"] = ("torch.amp.autocast", _device, "autocast")
+    for _old in ("GradScaler", "grad_scaler.GradScaler"):
+        AMP[f"torch.{_device}.amp.{_old}"] = ("torch.amp.GradScaler", _device, "scaler")
+for _fn in ("custom_fwd", "custom_bwd"):
+    for _old in (_fn, f"autocast_mode.{_fn}"):
+        AMP[f"torch.cuda.amp.{_old}"] = (f"torch.amp.{_fn}", "cuda", "custom")
+
+# `torch.cuda.amp.autocast(enabled, dtype, cache_enabled)` but
+# `torch.amp.autocast(device_type, dtype, enabled, cache_enabled)`: positionals must become keywords.
+AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
+
+_OLD_MODULES = ("torch.cuda", "torch.cpu")
+
+
+def triggers() -> tuple[str, ...]:
+    return (
+        r"\b(?:cuda|cpu)\.amp\b",
+        r"\bfrom\s+torch\.(?:cuda|cpu)\s+import\b",
+        r"\bimport\s+torch\.(?:cuda|cpu)\s+as\b",
+    )
+
+
+def _device_arg(device: str, more: bool) -> cst.Arg:
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if more else cst.MaybeSentinel.DEFAULT
+    return cst.Arg(value=cst.SimpleString(f'"{device}"'), comma=comma)
+
+
+def _device_keyword(device: str, more: bool) -> cst.Arg:
+    arg = A.as_keyword(cst.Arg(value=cst.SimpleString(f'"{device}"')), "device_type")
+    if more:
+        arg = arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return arg
+
+
+class AmpNamespace(MigrationCodemod):
+    """Move `torch.cuda.amp` / `torch.cpu.amp` to `torch.amp`, naming the device type.
+
+    ## What it does
+    Rewrites `torch.cuda.amp.autocast(...)`, `torch.cuda.amp.GradScaler(...)`,
+    `torch.cuda.amp.custom_fwd`/`custom_bwd` and `torch.cpu.amp.autocast`/`GradScaler` to their
+    `torch.amp` equivalents with the device type as an argument: `torch.amp.autocast("cuda", ...)`,
+    `torch.amp.GradScaler("cuda", ...)`, `@torch.amp.custom_fwd(device_type="cuda")`. Every import
+    form is followed (`import torch.cuda.amp as amp`, `from torch.cuda import amp`,
+    `from torch.cuda.amp import autocast as ac`); the old import is removed once nothing uses it,
+    and `import torch` is added when the module had no import that could spell `torch.amp`.
+
+    ## Why is this bad?
+    The per-device namespaces were deprecated in PyTorch 2.4: every construction warns
+    (`FutureWarning`), also on CPU-only machines, and they will be removed.
+
+    ## Example
+    ```python
+    from torch.cuda.amp import GradScaler, autocast, custom_fwd
+
+    scaler = GradScaler()
+    with autocast(enabled=use_amp):
+        ...
+
+    @custom_fwd(cast_inputs=torch.float32)
+    def forward(ctx, x): ...
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    scaler = torch.amp.GradScaler("cuda")
+    with torch.amp.autocast("cuda", enabled=use_amp):
+        ...
+
+    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
+    def forward(ctx, x): ...
+    ```
+
+    ## Fix safety
+    Safe: the old classes are thin subclasses that pass exactly these arguments on. Positional
+    `autocast` arguments become keywords, because the new signature orders them differently. The
+    new `autocast` takes its default `dtype` from `torch.get_autocast_dtype(device)` (float16 on
+    CUDA, bfloat16 on CPU, the old defaults) unless a program changed it with
+    `torch.set_autocast_dtype`. A reference that is not a call or decorator (`ctx = autocast`) cannot
+    be given a device type and is reported instead; so is `autocast(*args)`.
+
+    ## References
+    - https://pytorch.org/docs/stable/amp.html
+    - `torch/cuda/amp/autocast_mode.py`, `torch/cuda/amp/grad_scaler.py` (the deprecation notices)
+    """
+
+    CODE = "TM004"
+    DESCRIPTION = 'torch.cuda.amp.autocast() -> torch.amp.autocast("cuda")'
+
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        self.forms = import_forms(tree)
+        self.handled: set[int] = set()  # ids of original func/decorator expressions dealt with
+        return super().transform_module_impl(tree)
+
+    def _entry(self, expr: cst.BaseExpression) -> tuple[str, str, str] | None:
+        name = self.qualified_name(expr)
+        return AMP.get(name) if name else None
+
+    # -- imports are never rewritten here; libcst's visitors add and drop them --------------
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def _retire_old(self, expr: cst.BaseExpression) -> None:
+        local = head(expr)
+        target = self.imports.aliases.get(local) if local else None
+        if target and (target in _OLD_MODULES or target.startswith(tuple(f"{m}.amp" for m in _OLD_MODULES))):
+            retire(self, self.forms, local)
+
+    # -- calls: autocast(...), GradScaler(...), custom_fwd(...) -----------------------------
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._entry(node.func) is not None:
+            self.handled.add(id(node.func))
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        entry = self._entry(original_node.func)
+        if entry is None:
+            return updated_node
+        new, device, kind = entry
+        args = self._new_args(original_node, updated_node, kind, device)
+        if args is None:
+            return updated_node
+        replacement = updated_node.with_changes(func=reference(self, new, self.forms), args=args)
+        result = self.rewrite(original_node, updated_node, replacement)
+        if result is replacement:
+            self._retire_old(original_node.func)
+        return result
+
+    def _new_args(self, original: cst.Call, call: cst.Call, kind: str, device: str) -> list[cst.Arg] | None:
+        args = list(call.args)
+        if any(a.star == "*" for a in args):
+            self.finding(
+                original,
+                f"`*args` passed to {self.code_for(original.func)}: add the device type {device!r} by hand",
+                suggestion=f'{AMP[self.qualified_name(original.func)][0]}("{device}", ...)',
+            )
+            return None
+        if kind == "scaler":  # GradScaler(device="cuda", init_scale, ...): the old order shifted by one
+            return [_device_arg(device, bool(args)), *args]
+        if kind == "autocast":
+            positional = [i for i, a in enumerate(args) if a.keyword is None and not a.star]
+            if len(positional) > len(AUTOCAST_POSITIONAL):
+                self.finding(original, "more positional arguments than autocast accepts; left as it is")
+                return None
+            for slot, index in enumerate(positional):
+                args[index] = A.as_keyword(args[index], AUTOCAST_POSITIONAL[slot])
+            return [_device_arg(device, bool(args)), *args]
+        # custom_fwd(fwd=None, *, cast_inputs=None): device_type goes after the positionals.
+        if A.keyword(call, "device_type") is not None:
+            return None
+        at = sum(1 for a in args if a.keyword is None and not a.star)
+        if at and at == len(args) and args[-1].comma == cst.MaybeSentinel.DEFAULT:
+            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        return [*args[:at], _device_keyword(device, at < len(args)), *args[at:]]
+
+    # -- bare decorators: @custom_fwd ----------------------------------------------------------
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        if self._entry(node.decorator) is not None:
+            self.handled.add(id(node.decorator))
+
+    def leave_Decorator(self, original_node: cst.Decorator, updated_node: cst.Decorator) -> cst.Decorator:
+        expr = original_node.decorator
+        entry = self._entry(expr)
+        if entry is None:
+            return updated_node
+        new, device, kind = entry
+        if kind != "custom":
+            self.finding(original_node, f"`@{self.code_for(expr)}` without a call; write `@{new}(\"{device}\")`")
+            return updated_node
+        call = cst.Call(func=reference(self, new, self.forms), args=[_device_keyword(device, False)])
+        replacement = updated_node.with_changes(decorator=call)
+        result = self.rewrite(original_node, updated_node, replacement)
+        if result is replacement:
+            self._retire_old(expr)
+        return result
+
+    # -- references that are neither called nor decorating: cannot take a device type ----------
+
+    def _bare(self, expr: cst.BaseExpression | None) -> None:
+        if expr is None or id(expr) in self.handled or not isinstance(expr, (cst.Name, cst.Attribute)):
+            return
+        entry = self._entry(expr)
+        if entry is not None:
+            new, device, _ = entry
+            self.finding(
+                expr,
+                f"`{self.code_for(expr)}` is used without being called; its calls need the device type"
+                f' (`{new}("{device}", ...)`)',
+                suggestion=f'functools.partial({new}, "{device}")',
+            )
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        self._bare(node.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._bare(node.value)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self._bare(node.value)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._bare(node.body)
+        self._bare(node.orelse)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        self._bare(node.item)

@@ -1,0 +1,69 @@
+"""TM301 behaviour on torch >= 2.6: whole-model pickles load again (weights_only=False), state
+dicts load with weights_only=True, and the results are the saved objects."""
+
+from __future__ import annotations
+
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from codemods import registry  # noqa: E402
+from codemods.api import transform_source  # noqa: E402
+
+SNIPPET = textwrap.dedent(
+    """
+    import torch
+
+    def restore(model, path):
+        state = torch.load(path)
+        model.load_state_dict(state)
+        return model
+
+    net = restore(torch.nn.Linear(3, 2), STATE)
+    whole = torch.load(WHOLE)
+    result = (net.weight, whole.weight)
+    """
+)
+
+
+@pytest.fixture
+def saved(tmp_path: Path) -> dict:
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    torch.save(model.state_dict(), tmp_path / "state.pt")
+    torch.save(model, tmp_path / "whole.pt")  # a pickled nn.Module: not loadable with weights_only=True
+    return {"STATE": str(tmp_path / "state.pt"), "WHOLE": str(tmp_path / "whole.pt"), "expected": model.weight}
+
+
+def run(source: str, saved: dict):
+    namespace = {k: v for k, v in saved.items() if k != "expected"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        exec(compile(source, "<snippet>", "exec"), namespace)
+    return namespace["result"]
+
+
+def test_whole_model_loads_again_and_state_dict_is_weights_only(saved: dict) -> None:
+    result = transform_source(SNIPPET, [registry.get("TM301")])
+    assert "torch.load(path, weights_only=True)" in result.code
+    assert "torch.load(WHOLE, weights_only=False)" in result.code
+    assert [f.line for f in result.findings if f.kind == "finding"] == [10]
+
+    with pytest.raises(Exception, match="weights_only"):
+        run(SNIPPET, saved)  # torch 2.6+ refuses the pickled module by default
+    net_weight, whole_weight = run(result.code, saved)
+    torch.testing.assert_close(net_weight, saved["expected"])
+    torch.testing.assert_close(whole_weight, saved["expected"])
+
+
+def test_weights_only_true_really_restricts(saved: dict, tmp_path: Path) -> None:
+    # The True we add is meaningful: the same call on a whole-model pickle fails.
+    source = "import torch\nm = torch.nn.Linear(3, 2)\nm.load_state_dict(torch.load(WHOLE))\nresult = m\n"
+    new = transform_source(source, [registry.get("TM301")]).code
+    assert "weights_only=True" in new
+    with pytest.raises(Exception, match="[Ww]eights"):
+        run(new, saved)
