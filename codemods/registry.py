@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import Iterable
 
 from codemods.helpers.codemod import MigrationCodemod
-from codemods.transforms import loss_reduction, python_compat, torch_six
+from codemods.transforms import loss_reduction, python_compat, removed_internals, torch_six
 
 
 class Safety(str, enum.Enum):
@@ -47,6 +47,7 @@ PIPELINE: tuple[Spec, ...] = (
     Spec("TM001", "loss-reduction", loss_reduction.LossReduction, Safety.SAFE, loss_reduction.triggers()),
     # TM007 and TM008 after TM006: the deprecated-API table may rename a name these then move.
     Spec("TM007", "torch-six", torch_six.TorchSix, Safety.SAFE, torch_six.triggers()),
+    Spec("TM008", "removed-internals", removed_internals.RemovedInternals, Safety.SAFE, removed_internals.triggers()),
     # TM401 last of the TM4xx slot, after TM3xx: plain Python/NumPy renames no other codemod reads.
     Spec("TM401", "python-compat", python_compat.PythonCompat, Safety.SAFE, python_compat.triggers()),
 )

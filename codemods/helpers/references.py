@@ -32,6 +32,10 @@ class ReferenceCodemod(MigrationCodemod):
         """The replacement for a read of `qualified` (None: leave it)."""
         return None
 
+    def review_for(self, qualified: str, original: cst.BaseExpression) -> str | None:
+        """The reason a reviewer should look at this rewrite (None: nothing to review)."""
+        return None
+
     # -- traversal -------------------------------------------------------------------------
 
     def visit_Import(self, node: cst.Import) -> bool:
@@ -81,7 +85,7 @@ class ReferenceCodemod(MigrationCodemod):
         new = self.replace_reference(qualified, original, updated)
         if new is None:
             return updated
-        return self.rewrite(original, updated, new)
+        return self.rewrite(original, updated, new, review=self.review_for(qualified, original))
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -89,8 +93,9 @@ class ReferenceCodemod(MigrationCodemod):
         """How to spell `module` here, queueing `import module` when needed (None: name clash)."""
         spelled = self.imports.local_name_for(module)
         if spelled is not None:
-            if "." in module and module not in self.imports.aliases.values():
-                self.add_needed_import(module)  # `import collections` alone may not load `.abc`
+            if "." in module and module not in self.imports.aliases.values() and not module.startswith("torch."):
+                # `import collections` alone may not load `.abc`; `import torch` loads its submodules.
+                self.add_needed_import(module)
             return spelled
         head = module.split(".")[0]
         bound = self.imports.aliases.get(head)
