@@ -12,6 +12,7 @@ from codemods.helpers import from_imports
 from codemods.helpers.names import dotted
 from codemods.helpers.references import ReferenceCodemod
 
+HELPER = "zero_gradients"
 HELPER_TEMPLATE = '''
 def {name}(x):
     # torch.autograd.gradcheck.zero_gradients, which torch no longer has (added by torch-migrate)
@@ -156,16 +157,20 @@ class RemovedInternals(ReferenceCodemod):
             return entry.get("review_in_type_tests")
         return None
 
+    def _helper_free(self) -> bool:
+        """Whether the module-level name `zero_gradients` is free for the generated helper."""
+        bound = self.imports.aliases.get(HELPER)
+        return HELPER not in self.imports.shadowed and bound in (None, *table()["helpers"])
+
     def _helper_reference(self, original: cst.BaseExpression) -> cst.BaseExpression | None:
-        name = "zero_gradients"
-        if isinstance(original, cst.Name) and original.value == name:
-            self._helper_needed = name
-            return None  # the helper takes the imported name's place
-        if name in self.imports.shadowed or name in self.imports.aliases:
-            self.finding(original, "`zero_gradients` is gone from torch; inline it (a local name is in the way)")
+        if not self._helper_free():
+            if isinstance(original, cst.Attribute):  # a from-import is reported at the import
+                self.finding(original, "`zero_gradients` is gone from torch; inline it (the name is taken here)")
             return None
-        self._helper_needed = name
-        return cst.Name(name)
+        self._helper_needed = HELPER
+        if isinstance(original, cst.Name) and original.value == HELPER:
+            return None  # the helper takes the imported name's place
+        return cst.Name(HELPER)
 
     # -- imports ---------------------------------------------------------------------------
 
@@ -173,7 +178,7 @@ class RemovedInternals(ReferenceCodemod):
         qualified = f"{module}.{name}"
         t = table()
         if qualified in t["helpers"]:
-            return from_imports.Move(None) if local == "zero_gradients" else None
+            return from_imports.Move(None) if self._helper_free() else None
         entry = t["renames"].get(qualified)
         if entry is None:
             return None
@@ -194,8 +199,8 @@ class RemovedInternals(ReferenceCodemod):
             qualified = f"{module}.{dotted(alias.name)}"
             if qualified in table()["removed"]:
                 self.finding(node, f"`{qualified}`: {table()['removed'][qualified]}")
-            if qualified in table()["helpers"] and from_imports.local_name(alias) != "zero_gradients":
-                self.finding(node, "`zero_gradients` is gone from torch; import it without `as` so it can be inlined")
+            if qualified in table()["helpers"] and not self._helper_free():
+                self.finding(node, "`zero_gradients` is gone from torch; inline it (the name is taken here)")
         return False
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
