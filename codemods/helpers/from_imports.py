@@ -69,12 +69,15 @@ def move_names(
         module = dotted(small.module)
         stays: list[cst.ImportAlias] = []
         by_target: dict[str, list[cst.ImportAlias]] = {}
-        for alias in small.names:
+        last_gone = False
+        for index, alias in enumerate(small.names):
+            last_gone = index == len(small.names) - 1  # reset below when it stays
             name = dotted(alias.name)
             local = local_name(alias)
             move = decide(module, name, local) if module and name and local else None
             if move is None:
                 stays.append(alias)
+                last_gone = False
                 continue
             out.changed = True
             if move.module is None:
@@ -83,12 +86,21 @@ def move_names(
             if alias.asname is None and move.name != name and not taken(move.name):
                 new_local = move.name
                 out.renamed[local] = move.name
+            if move.module == module:
+                # Same module, new name: edit the alias where it stands (keeps the layout).
+                asname = None if new_local == move.name else cst.AsName(name=cst.Name(new_local))
+                stays.append(alias.with_changes(name=cst.Name(move.name), asname=asname))
+                last_gone = False
+                continue
             by_target.setdefault(move.module, []).append(_alias(move.name, new_local))
-        if not by_target and len(stays) == len(small.names):
+        if not out.changed or (not by_target and stays == list(small.names)):
             kept_small.append(small)
             continue
         if stays:
-            stays[-1] = stays[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            if last_gone:
+                # The last alias went: the new last one takes its comma (a trailing comma and
+                # the newline before `)` in a parenthesized import).
+                stays[-1] = stays[-1].with_changes(comma=small.names[-1].comma)
             kept_small.append(small.with_changes(names=stays))
         for target, aliases in by_target.items():
             statement = cst.ImportFrom(module=attribute_chain(target), names=aliases)
