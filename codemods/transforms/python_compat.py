@@ -61,18 +61,20 @@ NUMPY: dict[str, str] = {
 BUILTINS = {"float", "int", "object", "str", "complex", "issubclass"}
 
 
-COMMON_WORDS = {"float", "int", "object", "str", "complex", "unicode", "product", "mat"}
+def _attribute_or_import(names: str) -> tuple[str, ...]:
+    """Where a removed module member can be named: `.X`, or an import line (also parenthesized).
+
+    Each pattern starts with a literal, which Python's `re` scans for quickly; a leading `\\b`
+    or a lookahead over the whole file costs 5-10x more on a real corpus.
+    """
+    return (rf"\.(?:{names})\b", rf"import[^\n(]*\b(?:{names})\b", rf"import\s*\([^)]*\b(?:{names})\b")
 
 
 def triggers() -> tuple[str, ...]:
-    """Both the module's name and one of its removed names must appear (lookaheads at the start)."""
     abcs = "|".join(sorted(COLLECTIONS_ABCS))
-    rare = "|".join(sorted(set(NUMPY) - COMMON_WORDS) + ["asscalar"])
-    common = "|".join(sorted(COMMON_WORDS))
-    return (
-        rf"\A(?=[\s\S]*\bcollections\b)(?=[\s\S]*\b(?:{abcs})\b)",
-        rf"\A(?=[\s\S]*\bnumpy\b)(?=[\s\S]*(?:\b(?:{rare})\b|\.(?:{common})\b|\bimport\b[^\n]*\b(?:{common})\b))",
-    )
+    numpy = "|".join(sorted(NUMPY) + ["asscalar"])
+    # collections: both its name and an ABC name (an alias `import collections as C` counts).
+    return (rf"collections(?=[\s\S]*\b(?:{abcs})\b)", *_attribute_or_import(numpy))
 
 
 def replacement(qualified: str) -> str | None:

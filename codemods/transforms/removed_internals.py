@@ -11,6 +11,7 @@ import libcst as cst
 from codemods.helpers import from_imports
 from codemods.helpers.names import dotted
 from codemods.helpers.references import ReferenceCodemod
+from codemods.transforms.python_compat import _attribute_or_import
 
 HELPER = "zero_gradients"
 HELPER_TEMPLATE = '''
@@ -34,7 +35,13 @@ def table() -> dict:
 def triggers() -> tuple[str, ...]:
     t = table()
     names = {k.rsplit(".", 1)[1] for part in ("renames", "helpers", "removed") for k in t[part]}
-    return (rf"\b(?:{'|'.join(sorted(names))})\b", r"__class__\s*\.\s*__name__|\btype\([^()]*\)\s*\.\s*__name__", r"\.type\(\)")
+    return (
+        *_attribute_or_import("|".join(sorted(names))),
+        # Type-name tests: only a comparison of the name can be one.
+        r"__class__\s*\.\s*__name__\s*(?:[!=]=|(?:not\s+)?in\b)",
+        r"type\([^()]*\)\s*\.\s*__name__\s*(?:[!=]=|(?:not\s+)?in\b)",
+        r"\.type\(\)",
+    )
 
 
 class RemovedInternals(ReferenceCodemod):
