@@ -83,7 +83,7 @@ class TorchSix(ReferenceCodemod):
     "exactly 3.7" in torch 1.1-1.2 and "3.7 or newer" afterwards; it becomes `True`.
 
     ## References
-    - https://github.com/pytorch/pytorch/pull/94709 (torch._six removed)
+    - https://github.com/pytorch/pytorch/releases/tag/v2.0.0 (release notes: `torch._six` removed)
     """
 
     CODE = "TM007"
