@@ -22,8 +22,11 @@ from codemods.transforms import (
     loss_accumulation,
     loss_reduction,
     missing_detach,
+    python_compat,
+    removed_internals,
     softmax_without_dim,
     state_dict_prefix,
+    torch_six,
 )
 
 
@@ -69,6 +72,9 @@ PIPELINE: tuple[Spec, ...] = (
     Spec("TM004", "amp-namespace", amp_namespace.AmpNamespace, Safety.SAFE, amp_namespace.triggers()),
     # TM006 after TM002/TM003: `Variable(...)` wrappers are gone, so argument positions are final.
     Spec("TM006", "deprecated-api", deprecated_api.DeprecatedApi, Safety.SAFE, deprecated_api.triggers()),
+    # TM007 and TM008 after TM006: the deprecated-API table may rename a name these then move.
+    Spec("TM007", "torch-six", torch_six.TorchSix, Safety.SAFE, torch_six.triggers()),
+    Spec("TM008", "removed-internals", removed_internals.RemovedInternals, Safety.SAFE, removed_internals.triggers()),
     Spec("TM101", "cuda-to-device", cuda_to_device.CudaToDevice, Safety.SAFE, cuda_to_device.triggers()),
     # after TM101: reuses the `device` TM101 defined (or defines it the same way)
     Spec("TM102", "load-map-location", load_map_location.LoadMapLocation, Safety.REVIEW, load_map_location.triggers()),
@@ -97,6 +103,8 @@ PIPELINE: tuple[Spec, ...] = (
     Spec("TM202", "loss-accumulation", loss_accumulation.LossAccumulation, Safety.UNSAFE, loss_accumulation.triggers()),
     # TM301 after TM1xx/TM2xx: TM102 adds `map_location=` first; this adds `weights_only=` after it.
     Spec("TM301", "load-weights-only", load_weights_only.LoadWeightsOnly, Safety.REVIEW, load_weights_only.triggers()),
+    # TM401 last of the TM4xx slot, after TM3xx: plain Python/NumPy renames no other codemod reads.
+    Spec("TM401", "python-compat", python_compat.PythonCompat, Safety.SAFE, python_compat.triggers()),
 )
 
 # Findings-only checks (TM9xx): they rewrite nothing. They run before the codemods, so that their

@@ -1,0 +1,112 @@
+"""A base for codemods that rewrite references to imported names (`np.Inf`, `_LRScheduler`).
+
+It visits every `Name` and `Attribute` that is read (not assigned, not the `.attr` part of a
+longer chain, not inside an import statement), resolves it through the module's imports, and
+asks the subclass for a replacement. Calls of a name are told apart from other uses, so that a
+call-shaped rewrite (`istuple(x)` -> `isinstance(x, tuple)`) can be done in `leave_Call`.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import ExpressionContext, ExpressionContextProvider, PositionProvider
+
+from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers.names import dotted
+
+
+class ReferenceCodemod(MigrationCodemod):
+    METADATA_DEPENDENCIES = (PositionProvider, ExpressionContextProvider)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._not_refs: set[int] = set()  # ids of Names that name no value: `.attr`, `f(kw=...)`
+        self._inner: set[int] = set()  # ids of Attributes that are the `.value` of another
+        self.called: set[int] = set()  # ids of expressions that are a Call's `func`
+
+    # -- subclass interface ----------------------------------------------------------------
+
+    def replace_reference(
+        self, qualified: str, original: cst.BaseExpression, updated: cst.BaseExpression
+    ) -> cst.BaseExpression | None:
+        """The replacement for a read of `qualified` (None: leave it)."""
+        return None
+
+    def review_for(self, qualified: str, original: cst.BaseExpression) -> str | None:
+        """The reason a reviewer should look at this rewrite (None: nothing to review)."""
+        return None
+
+    # -- traversal -------------------------------------------------------------------------
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._not_refs.add(id(node.attr))
+        if isinstance(node.value, cst.Attribute):
+            self._inner.add(id(node.value))
+
+    def visit_Global(self, node: cst.Global) -> bool:
+        return False
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> bool:
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._not_refs.add(id(node.keyword))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.called.add(id(node.func))
+
+    def is_read(self, node: cst.BaseExpression) -> bool:
+        context = self.get_metadata(ExpressionContextProvider, node, None)
+        return context is ExpressionContext.LOAD
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        if id(original_node) in self._not_refs or not self.is_read(original_node):
+            return updated_node
+        return self._replace(original_node, updated_node)
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        if not self.is_read(original_node) and id(original_node) not in self._inner:
+            return updated_node
+        return self._replace(original_node, updated_node)
+
+    def _replace(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression:
+        if dotted(original) is None:
+            return updated
+        qualified = self.qualified_name(original)
+        if qualified is None:
+            return updated
+        new = self.replace_reference(qualified, original, updated)
+        if new is None:
+            return updated
+        return self.rewrite(original, updated, new, review=self.review_for(qualified, original))
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def module_spelling(self, module: str) -> str | None:
+        """How to spell `module` here, queueing `import module` when needed (None: name clash)."""
+        spelled = self.imports.local_name_for(module)
+        if spelled is not None:
+            if "." in module and module not in self.imports.aliases.values() and not module.startswith("torch."):
+                # `import collections` alone may not load `.abc`; `import torch` loads its submodules.
+                self.add_needed_import(module)
+            return spelled
+        head = module.split(".")[0]
+        bound = self.imports.aliases.get(head)
+        if head in self.imports.shadowed or (bound is not None and bound != head):
+            return None
+        self.add_needed_import(module)
+        return module
+
+def parenthesized(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`expr` safe to use as the object of `.attr` or a call (atoms stay as they are)."""
+    atoms = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.SimpleString, cst.Integer, cst.Float)
+    if isinstance(expr, atoms) or expr.lpar:
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])

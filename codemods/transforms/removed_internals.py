@@ -1,0 +1,352 @@
+"""TM008: torch internals that old code imported and that are gone or changed meaning."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+
+import libcst as cst
+
+from codemods.helpers import from_imports
+from codemods.helpers.names import dotted
+from codemods.helpers.references import ReferenceCodemod
+from codemods.transforms.python_compat import _attribute_or_import
+
+HELPER = "zero_gradients"
+HELPER_TEMPLATE = '''
+def {name}(x):
+    # torch.autograd.gradcheck.zero_gradients, which torch no longer has (added by torch-migrate)
+    if isinstance(x, {torch}.Tensor):
+        if x.grad is not None:
+            x.grad.detach_()
+            x.grad.zero_()
+    elif isinstance(x, {abc}.Iterable):
+        for elem in x:
+            {name}(elem)
+'''
+
+
+@lru_cache(maxsize=None)
+def table() -> dict:
+    return json.loads(resources.files("codemods.data").joinpath("removed_internals.json").read_text())
+
+
+def triggers() -> tuple[str, ...]:
+    t = table()
+    names = {k.rsplit(".", 1)[1] for part in ("renames", "helpers", "removed") for k in t[part]}
+    return (
+        *_attribute_or_import("|".join(sorted(names))),
+        # Type-name tests: only a comparison of the name can be one.
+        r"__class__\s*\.\s*__name__\s*(?:[!=]=|(?:not\s+)?in\b)",
+        r"type\([^()]*\)\s*\.\s*__name__\s*(?:[!=]=|(?:not\s+)?in\b)",
+        r"\.type\(\)",
+    )
+
+
+class RemovedInternals(ReferenceCodemod):
+    """Replace torch internals that are gone, or that changed meaning, with their public forms.
+
+    ## What it does
+    Table-driven (`codemods/data/removed_internals.json`):
+    - `torch.optim.lr_scheduler._LRScheduler` -> `LRScheduler`;
+    - private DataLoader paths (`torch.utils.data.dataloader.default_collate`,
+      `..._utils.collate.default_convert`, `dataloader.get_worker_info`) -> `torch.utils.data.*`;
+      `torch._utils._accumulate` -> `itertools.accumulate`; torchvision's
+      `models.utils.load_state_dict_from_url` -> `torch.hub.load_state_dict_from_url`;
+    - `torch.autograd.gradcheck.zero_gradients(x)` -> a `zero_gradients` function with the same
+      body, written once into the module;
+    - type-name tests from the 0.3 era, when tensors had one class per type:
+      `x.__class__.__name__ == 'FloatTensor'` / `type(x).__name__ in ['FloatTensor', 'DoubleTensor']`
+      -> `isinstance(x, torch.Tensor) and x.dtype == torch.float32` (`... in (torch.float32, torch.float64)`).
+    Other gone DataLoader internals (`numpy_type_map`, `_DataLoaderIter`, `_use_shared_memory`,
+    ...) and string tests of `x.type()` are findings.
+
+    ## Why is this bad?
+    The private paths raise `ImportError` today. `_LRScheduler` still exists, but since torch 2.0
+    no built-in scheduler derives from it: `issubclass(StepLR, _LRScheduler)` is False, so code
+    that discovers schedulers that way (Poutyne 0.5) silently finds none. Since torch 0.4 every
+    tensor's class is `Tensor`, so `x.__class__.__name__ == 'FloatTensor'` is always False.
+
+    ## Example
+    ```python
+    from torch.optim.lr_scheduler import _LRScheduler
+    if x.__class__.__name__ == 'FloatTensor': ...
+    ```
+
+    ## Use instead
+    ```python
+    from torch.optim.lr_scheduler import LRScheduler
+    if isinstance(x, torch.Tensor) and x.dtype == torch.float32: ...
+    ```
+
+    ## Fix safety
+    Per entry (see the table); all current entries are safe. An `isinstance`/`issubclass` test
+    against `_LRScheduler` is listed for review: `LRScheduler` also matches `ReduceLROnPlateau`,
+    which `_LRScheduler` never did. Type-name tests are rewritten only when the tested object is a
+    plain name (evaluated twice) and every string is a tensor type name; `x.type() == 'torch.FloatTensor'`
+    still works but depends on the device, so it is a finding with the dtype form suggested.
+
+    ## References
+    - https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate
+    - https://pytorch.org/docs/stable/data.html#torch.utils.data.default_collate
+    """
+
+    CODE = "TM008"
+    SAFETY = "safe"
+    DESCRIPTION = "_LRScheduler -> LRScheduler, private DataLoader paths, zero_gradients, type-name tests -> dtype"
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._type_test_args: set[int] = set()
+        self._helper_needed: str | None = None
+        self._bare_tests: set[int] = set()  # ids of expressions that need no parentheses
+
+    def visit_If(self, node: cst.If) -> None:
+        self._bare_tests.add(id(node.test))
+
+    def visit_While(self, node: cst.While) -> None:
+        self._bare_tests.add(id(node.test))
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._bare_tests.add(id(node.test))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self._bare_tests.add(id(node.value))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._bare_tests.add(id(node.value))
+
+    # -- names -----------------------------------------------------------------------------
+
+    def _taken(self, name: str) -> bool:
+        return name in self.imports.aliases or name in self.imports.shadowed
+
+    def visit_Call(self, node: cst.Call) -> None:
+        super().visit_Call(node)
+        if isinstance(node.func, cst.Name) and node.func.value in ("isinstance", "issubclass") and len(node.args) == 2:
+            types = node.args[1].value
+            self._type_test_args.add(id(types))
+            if isinstance(types, cst.Tuple):
+                self._type_test_args.update(id(e.value) for e in types.elements)
+
+    def replace_reference(self, qualified, original, updated):
+        t = table()
+        if qualified in t["removed"]:
+            if isinstance(original, cst.Attribute):  # a from-import is reported at the import
+                self.finding(original, f"`{qualified}`: {t['removed'][qualified]}")
+            return None
+        if qualified in t["helpers"]:
+            return self._helper_reference(original)
+        entry = t["renames"].get(qualified)
+        if entry is None:
+            return None
+        module, _, name = entry["to"].rpartition(".")
+        if isinstance(original, cst.Name):
+            # From `from M import name`: the import line is rewritten; rename if it renamed.
+            old_name = qualified.rsplit(".", 1)[1]
+            if original.value != old_name or name == old_name or self._taken(name):
+                return None
+            return cst.Name(name)
+        old_module = qualified.rpartition(".")[0]
+        if self.qualified_name(updated.value) == old_module and old_module == module:
+            return updated.with_changes(attr=cst.Name(name))
+        spelled = self.module_spelling(module)
+        if spelled is None:
+            self.finding(original, f"`{qualified}` moved to `{entry['to']}`, whose module name is taken here")
+            return None
+        return cst.parse_expression(f"{spelled}.{name}")
+
+    def review_for(self, qualified: str, original: cst.CSTNode) -> str | None:
+        entry = table()["renames"].get(qualified)
+        if entry and id(original) in self._type_test_args:
+            return entry.get("review_in_type_tests")
+        return None
+
+    def _helper_free(self) -> bool:
+        """Whether the module-level name `zero_gradients` is free for the generated helper."""
+        bound = self.imports.aliases.get(HELPER)
+        return HELPER not in self.imports.shadowed and bound in (None, *table()["helpers"])
+
+    def _helper_reference(self, original: cst.BaseExpression) -> cst.BaseExpression | None:
+        if not self._helper_free():
+            if isinstance(original, cst.Attribute):  # a from-import is reported at the import
+                self.finding(original, "`zero_gradients` is gone from torch; inline it (the name is taken here)")
+            return None
+        self._helper_needed = HELPER
+        if isinstance(original, cst.Name) and original.value == HELPER:
+            return None  # the helper takes the imported name's place
+        return cst.Name(HELPER)
+
+    # -- imports ---------------------------------------------------------------------------
+
+    def _decide(self, module: str, name: str, local: str) -> from_imports.Move | None:
+        qualified = f"{module}.{name}"
+        t = table()
+        if qualified in t["helpers"]:
+            return from_imports.Move(None) if self._helper_free() else None
+        entry = t["renames"].get(qualified)
+        if entry is None:
+            return None
+        new_module, _, new_name = entry["to"].rpartition(".")
+        return from_imports.Move(new_module, new_name)
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        moved = from_imports.move_names(updated_node, self._decide, taken=self._taken)
+        if not moved.changed:
+            return updated_node
+        return self.rewrite(original_node, updated_node, from_imports.replace_line(moved))
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if node.module is None or node.relative or isinstance(node.names, cst.ImportStar):
+            return False
+        module = dotted(node.module)
+        for alias in node.names:
+            qualified = f"{module}.{dotted(alias.name)}"
+            if qualified in table()["removed"]:
+                self.finding(node, f"`{qualified}`: {table()['removed'][qualified]}")
+            if qualified in table()["helpers"] and not self._helper_free():
+                self.finding(node, "`zero_gradients` is gone from torch; inline it (the name is taken here)")
+        return False
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        if self._helper_needed is None:
+            return updated_node
+        torch = self.module_spelling("torch")
+        abc = self.module_spelling("collections.abc")
+        if torch is None or abc is None:
+            self.finding(original_node, "`zero_gradients` is gone from torch; inline it by hand")
+            return updated_node
+        helper = cst.parse_module(HELPER_TEMPLATE.format(name=self._helper_needed, torch=torch, abc=abc)).body[0]
+        body = list(updated_node.body)
+        at = _after_imports(body)
+        helper = helper.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+        body.insert(at, helper)
+        self.rewrites += 1
+        return updated_node.with_changes(body=body)
+
+    # -- type-name tests -------------------------------------------------------------------
+
+    def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.BaseExpression:
+        if len(original_node.comparisons) != 1:
+            return updated_node
+        target = original_node.comparisons[0]
+        left, right = original_node.left, target.comparator
+        op = target.operator
+        subject = _class_name_subject(left)
+        if subject is None:
+            if _type_call_subject(left) is not None and _string_values(right):
+                suggestion = self._type_string_suggestion(_type_call_subject(left), _string_values(right))
+                self.finding(original_node, "`.type()` string test depends on the device; test the dtype instead", suggestion=suggestion)
+            return updated_node
+        names = _string_values(right)
+        if names is None:
+            return updated_node
+        dtypes = table()["tensor_type_names"]
+        if not any(n in dtypes for n in names):
+            return updated_node  # a test of the user's own classes
+        if not all(n in dtypes for n in names):
+            self.finding(original_node, "type-name test with names that are not tensor types: intent unclear, check it by hand")
+            return updated_node
+        if dotted(subject) is None:
+            self.finding(original_node, "type-name test on an expression with effects: use `isinstance(x, torch.Tensor) and x.dtype == ...`")
+            return updated_node
+        torch = self.module_spelling("torch")
+        if torch is None:
+            return updated_node
+        x = self.code_for(subject)
+        if isinstance(op, (cst.Equal, cst.NotEqual)) and isinstance(right, cst.SimpleString):
+            kinds = f"{torch}.{dtypes[names[0]]}"
+            positive = isinstance(op, cst.Equal)
+            dtype_test = f"{x}.dtype {'==' if positive else '!='} {kinds}"
+        elif isinstance(op, (cst.In, cst.NotIn)) and not isinstance(right, cst.SimpleString):
+            kinds = ", ".join(f"{torch}.{dtypes[n]}" for n in names)
+            kinds = f"({kinds},)" if len(names) == 1 else f"({kinds})"
+            positive = isinstance(op, cst.In)
+            dtype_test = f"{x}.dtype {'in' if positive else 'not in'} {kinds}"
+        else:
+            return updated_node
+        text = (
+            f"(isinstance({x}, {torch}.Tensor) and {dtype_test})"
+            if positive
+            else f"(not isinstance({x}, {torch}.Tensor) or {dtype_test})"
+        )
+        new = cst.parse_expression(text)
+        if id(original_node) in self._bare_tests and not original_node.lpar:
+            new = new.with_changes(lpar=[], rpar=[])
+        else:
+            new = new.with_changes(lpar=updated_node.lpar or new.lpar, rpar=updated_node.rpar or new.rpar)
+        return self.rewrite(original_node, updated_node, new)
+
+    def _type_string_suggestion(self, subject: cst.BaseExpression, names: list[str]) -> str | None:
+        dtypes = table()["tensor_type_names"]
+        kinds = []
+        for n in names:
+            short = n.rsplit(".", 1)[-1]
+            if not n.startswith("torch.") or short not in dtypes:
+                return None
+            kinds.append(f"torch.{dtypes[short]}")
+        x = self.code_for(subject)
+        return f"{x}.dtype == {kinds[0]}" if len(kinds) == 1 else f"{x}.dtype in ({', '.join(kinds)})"
+
+
+def _after_imports(body: list[cst.BaseStatement]) -> int:
+    """Index just after the module's leading docstring and import statements."""
+    at = 0
+    for index, statement in enumerate(body):
+        if isinstance(statement, cst.SimpleStatementLine) and all(
+            isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
+        ):
+            at = index + 1
+        elif index == 0 and isinstance(statement, cst.SimpleStatementLine) and isinstance(
+            statement.body[0], cst.Expr
+        ) and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            at = 1
+        elif at or not isinstance(statement, cst.SimpleStatementLine):
+            break
+    return at
+
+
+def _class_name_subject(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`x` of `x.__class__.__name__` or `type(x).__name__`."""
+    if not isinstance(expr, cst.Attribute) or expr.attr.value != "__name__":
+        return None
+    inner = expr.value
+    if isinstance(inner, cst.Attribute) and inner.attr.value == "__class__":
+        return inner.value
+    if (
+        isinstance(inner, cst.Call)
+        and isinstance(inner.func, cst.Name)
+        and inner.func.value == "type"
+        and len(inner.args) == 1
+        and inner.args[0].keyword is None
+        and not inner.args[0].star
+    ):
+        return inner.args[0].value
+    return None
+
+
+def _type_call_subject(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`x` of `x.type()`."""
+    if isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "type":
+        return expr.func.value
+    return None
+
+
+def _string_values(expr: cst.BaseExpression) -> list[str] | None:
+    """The strings of a string literal or a list/tuple/set of them (None otherwise)."""
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return [value] if isinstance(value, str) else None
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)) and expr.elements:
+        values = []
+        for element in expr.elements:
+            if not isinstance(element, cst.Element) or not isinstance(element.value, cst.SimpleString):
+                return None
+            value = element.value.evaluated_value
+            if not isinstance(value, str):
+                return None
+            values.append(value)
+        return values
+    return None
