@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import Iterable
 
 from codemods.helpers.codemod import MigrationCodemod
-from codemods.transforms import legacy_syntax, loss_reduction
+from codemods.transforms import legacy_syntax, loss_reduction, variable_removal
 
 
 class Safety(str, enum.Enum):
@@ -47,6 +47,7 @@ PIPELINE: tuple[Spec, ...] = (
     # First: it runs before parsing, and a file it repairs is what every other codemod reads.
     Spec("TM000", "legacy-syntax", legacy_syntax.LegacySyntax, Safety.SAFE, legacy_syntax.triggers()),
     Spec("TM001", "loss-reduction", loss_reduction.LossReduction, Safety.SAFE, loss_reduction.triggers()),
+    Spec("TM002", "variable-removal", variable_removal.VariableRemoval, Safety.SAFE, variable_removal.triggers()),
 )
 
 _BY_KEY = {**{s.code: s for s in PIPELINE}, **{s.name: s for s in PIPELINE}}
