@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import Iterable
 
 from codemods.helpers.codemod import MigrationCodemod
-from codemods.transforms import legacy_syntax, loss_reduction, scalar_item, variable_removal
+from codemods.transforms import checkpoint_reentrant, legacy_syntax, loss_reduction, scalar_item, variable_removal
 
 
 class Safety(str, enum.Enum):
@@ -50,6 +50,13 @@ PIPELINE: tuple[Spec, ...] = (
     Spec("TM002", "variable-removal", variable_removal.VariableRemoval, Safety.SAFE, variable_removal.triggers()),
     # After TM002: `Variable(loss).data[0]` must first lose its wrapper to be seen as a loss.
     Spec("TM003", "scalar-item", scalar_item.ScalarItem, Safety.SAFE, scalar_item.triggers()),
+    Spec(
+        "TM005",
+        "checkpoint-reentrant",
+        checkpoint_reentrant.CheckpointReentrant,
+        Safety.SAFE,
+        checkpoint_reentrant.triggers(),
+    ),
 )
 
 _BY_KEY = {**{s.code: s for s in PIPELINE}, **{s.name: s for s in PIPELINE}}
