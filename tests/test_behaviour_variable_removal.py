@@ -68,3 +68,27 @@ def test_volatile_warned_before_and_is_gone_after() -> None:
         old = run(VOLATILE, "infer", x)
     new = run(migrate(VOLATILE, "TM002"), "infer", x, strict=True)
     torch.testing.assert_close(old, new)
+
+
+DETACHING = """
+import torch
+from torch.autograd import Variable
+
+
+def attack_step(seed):
+    torch.manual_seed(seed)
+    model = torch.nn.Linear(3, 1)
+    x_natural = torch.rand(2, 3)
+    delta = Variable(0.001 * torch.randn(2, 3), requires_grad=True)
+    x_adv = Variable(x_natural + delta, requires_grad=False)
+    model(x_adv).sum().backward()
+    return delta.grad, model.weight.grad
+"""
+
+
+def test_a_computed_value_is_still_cut_off_from_its_graph() -> None:
+    new = migrate(DETACHING, "TM002")
+    assert "(x_natural + delta).detach()" in new
+    old_result, new_result = run(DETACHING, "attack_step", 1), run(new, "attack_step", 1)
+    assert old_result[0] is None and new_result[0] is None  # no gradient leaks into delta
+    torch.testing.assert_close(old_result[1], new_result[1])

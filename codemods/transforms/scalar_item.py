@@ -246,6 +246,8 @@ class ScalarItem(MigrationCodemod):
             return False
         if id(node) in self._scalar_looking:
             return True
+        if isinstance(base, cst.Call):  # `self._loss(model, guide).data[0]`
+            base = base.func
         name = base.value if isinstance(base, cst.Name) else base.attr.value if isinstance(base, cst.Attribute) else ""
         return bool(_SCALAR_LOOKING.search(name))
 

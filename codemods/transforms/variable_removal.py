@@ -30,8 +30,22 @@ _ATOMS = (
     cst.SetComp,
     cst.DictComp,
 )
-# Tensor methods that always return a new tensor object, never `self`.
-_FRESH_METHODS = frozenset({"detach", "clone"})
+# Tensor constructors: a new tensor that requires no grad and that nothing else refers to.
+FACTORIES = frozenset(
+    f"torch.{name}"
+    for name in (
+        "tensor Tensor FloatTensor DoubleTensor HalfTensor LongTensor IntTensor ShortTensor CharTensor ByteTensor"
+        " BoolTensor cuda.FloatTensor cuda.DoubleTensor cuda.HalfTensor cuda.LongTensor cuda.IntTensor"
+        " cuda.ByteTensor zeros ones empty full rand randn randint randperm arange range linspace logspace eye"
+        " from_numpy zeros_like ones_like empty_like full_like rand_like randn_like randint_like"
+    ).split()
+)
+# Tensor methods after which a tensor that required no grad still requires none.
+KEEPS_GRAD_FREE = frozenset(
+    "cuda cpu to type type_as float double half long int short byte bool char view view_as reshape resize_"
+    " unsqueeze squeeze contiguous uniform_ normal_ fill_ zero_ random_ bernoulli_ exponential_ t permute"
+    " expand expand_as repeat transpose pin_memory narrow select".split()
+)
 
 
 def triggers() -> tuple[str, ...]:
@@ -42,9 +56,9 @@ class VariableRemoval(MigrationCodemod):
     """Remove `torch.autograd.Variable` wrappers.
 
     ## What it does
-    Rewrites `Variable(x)` to `x`, and `Variable(x, requires_grad=True)` to
-    `x.requires_grad_()` (to `x.detach().requires_grad_()` when `x` may be a tensor used
-    elsewhere, which is exactly what `Variable` did). `volatile=` is dropped, with a finding that
+    Rewrites `Variable(x)` to `x` (to `x.detach()` when `x` is computed and may carry a graph),
+    and `Variable(x, requires_grad=True)` to `x.requires_grad_()` (to `x.detach().requires_grad_()`
+    when `x` may be a tensor used elsewhere, which is exactly what `Variable` did). `volatile=` is dropped, with a finding that
     suggests `torch.no_grad()`. Every import form is recognised (`from torch.autograd import
     Variable`, `import torch.autograd as ag; ag.Variable`, `torch.autograd.Variable`,
     `from torch.autograd.variable import Variable`), and the import is removed once unused.
@@ -70,14 +84,17 @@ class VariableRemoval(MigrationCodemod):
     ```
 
     ## Fix safety
-    Safe. `Variable(x)` is `x.detach()`; dropping it is exact for every argument the 0.3 API
-    accepted (a plain tensor, which never requires grad). With `requires_grad=`, a freshly made
-    tensor (a `torch.*` call, `.data`, `.clone()`, `.detach()`) is flagged in place; any other
-    argument is detached first, so the tensor it names does not start requiring grad.
+    Safe. `Variable(x)` is `x.detach()`, which is what the output says whenever `x` is computed
+    (`Variable(x + delta)`, `Variable(torch.clamp(x, 0, 1))`, `Variable(model(x))`): such a value may
+    carry a graph that the wrapper cut off. A freshly made tensor (`torch.zeros(...)`, `x.data`,
+    `.detach()`, conversions and views of those) and a tensor passed by name (`Variable(images)`)
+    lose the wrapper entirely: the 0.3 API only accepted plain tensors, which never require grad,
+    so the copy changed nothing there. With `requires_grad=`, only a fresh tensor is flagged in
+    place; anything else is detached first, so the caller's tensor does not start requiring grad.
     `volatile=` has no effect today, so removing it changes nothing; wrapping the code in
     `torch.no_grad()` is left to you (a finding says where). Calls with `*args`, `**kwargs`, other
     arguments or a `volatile=` expression with calls in it are findings, not rewrites. A user
-    class called `Variable` is never touched.
+    class called `Variable` is never touched. `x = Variable(x)` lines vanish (unless commented).
 
     ## References
     - https://pytorch.org/blog/pytorch-0_4_0-migration-guide/
@@ -137,14 +154,18 @@ class VariableRemoval(MigrationCodemod):
         requires_grad = bound.get("requires_grad")
 
         flag = A.literal(requires_grad.arg.value) if requires_grad else False
+        origin = self._origin(data)
         if flag is False or flag is None:
-            replacement = data if id(original_node) in self._loose else _operand(data)
+            if origin == "computed":  # it may carry a graph: `Variable` cut it off
+                replacement = _method(_operand(data), "detach")
+            else:
+                replacement = data if id(original_node) in self._loose else _operand(data)
         else:
             receiver = _operand(data)
-            if not self._fresh(data):
-                receiver = cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name("detach")))
+            if origin != "fresh":  # flag a copy, never the caller's tensor (what `Variable` did)
+                receiver = _method(receiver, "detach")
             flag_args = [] if flag is True else [cst.Arg(value=requires_grad.arg.value)]
-            replacement = cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name("requires_grad_")), args=flag_args)
+            replacement = _method(receiver, "requires_grad_", flag_args)
         if not self.suppressed(original_node):
             self._heads.add((dotted(original_node.func) or "").split(".")[0])
             if volatile is not None and A.literal(volatile.arg.value) is not False:
@@ -170,16 +191,34 @@ class VariableRemoval(MigrationCodemod):
             return "`volatile=` is computed by a call that removing it would skip: remove the wrapper by hand"
         return None
 
-    def _fresh(self, data: cst.BaseExpression) -> bool:
-        """A tensor nothing else refers to, so flagging it in place is exactly `Variable`'s copy."""
-        if isinstance(data, cst.Attribute) and data.attr.value == "data":
-            return True
-        if isinstance(data, cst.Call):
-            name = self.qualified_name(data.func)
-            if name is not None and name.startswith("torch."):
-                return True
-            return isinstance(data.func, cst.Attribute) and data.func.attr.value in _FRESH_METHODS
-        return False
+    def _origin(self, data: cst.BaseExpression) -> str:
+        """Where the tensor handed to `Variable` comes from:
+
+        - "fresh": a new tensor that requires no grad and that nothing else refers to (a factory
+          call, `.data`, `.detach()`, conversions and views of those);
+        - "named": a tensor referred to by name (`images`, `self.weight`, `batch[0]`); legacy code
+          hands `Variable` its input data this way, and 0.3 refused tensors that required grad;
+        - "computed": anything else (`torch.clamp(x)`, `x + delta`, `model(x)`), which may carry a
+          graph that `Variable` detached.
+        """
+        if isinstance(data, cst.Attribute):
+            return "fresh" if data.attr.value == "data" else "named"
+        if isinstance(data, (cst.Name, cst.Subscript)):
+            return "named"
+        if not isinstance(data, cst.Call):
+            return "computed"
+        name = self.qualified_name(data.func)
+        if name is not None:
+            return "fresh" if name in FACTORIES else "computed"
+        if isinstance(data.func, cst.Attribute):
+            method, receiver = data.func.attr.value, data.func.value
+            if method == "detach":
+                return "fresh"
+            if method == "clone":
+                return "computed" if self._origin(receiver) == "computed" else "fresh"
+            if method in KEEPS_GRAD_FREE:
+                return self._origin(receiver)
+        return "computed"
 
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
@@ -188,7 +227,7 @@ class VariableRemoval(MigrationCodemod):
         if updated_node is original_node or len(updated_node.body) != 1:
             return updated_node
         stmt = updated_node.body[0]
-        if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1 or updated_node.trailing_whitespace.comment:
+        if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1 or _has_comment(updated_node):
             return updated_node
         names = _names(stmt.targets[0].target)
         if names is None or names != _names(stmt.value) or names == _names(original_node.body[0].value):
@@ -208,6 +247,10 @@ class VariableRemoval(MigrationCodemod):
         return updated_node
 
 
+def _method(receiver: cst.BaseExpression, name: str, args: list[cst.Arg] | None = None) -> cst.Call:
+    return cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name(name)), args=args or [])
+
+
 def _operand(expr: cst.BaseExpression) -> cst.BaseExpression:
     """`expr`, parenthesised when it could not otherwise take an attribute or be an operand."""
     if isinstance(expr, _ATOMS) or expr.lpar:
@@ -222,3 +265,7 @@ def _names(expr: cst.BaseExpression) -> tuple[str, ...] | None:
     if isinstance(expr, cst.Tuple) and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in expr.elements):
         return tuple(e.value.value for e in expr.elements)
     return None
+
+
+def _has_comment(line: cst.SimpleStatementLine) -> bool:
+    return line.trailing_whitespace.comment is not None or any(e.comment for e in line.leading_lines)
