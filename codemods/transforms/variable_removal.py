@@ -40,11 +40,13 @@ FACTORIES = frozenset(
         " from_numpy zeros_like ones_like empty_like full_like rand_like randn_like randint_like"
     ).split()
 )
+# Tensor methods that make a new tensor requiring no grad, whatever their receiver.
+NEW_TENSOR_METHODS = frozenset("detach new new_zeros new_ones new_empty new_full new_tensor".split())
 # Tensor methods after which a tensor that required no grad still requires none.
 KEEPS_GRAD_FREE = frozenset(
     "cuda cpu to type type_as float double half long int short byte bool char view view_as reshape resize_"
     " unsqueeze squeeze contiguous uniform_ normal_ fill_ zero_ random_ bernoulli_ exponential_ t permute"
-    " expand expand_as repeat transpose pin_memory narrow select".split()
+    " expand expand_as repeat transpose pin_memory narrow select resize_as_".split()
 )
 
 
@@ -205,6 +207,14 @@ class VariableRemoval(MigrationCodemod):
             return "fresh" if data.attr.value == "data" else "named"
         if isinstance(data, (cst.Name, cst.Subscript)):
             return "named"
+        if isinstance(data, (cst.Integer, cst.Float)):
+            return "fresh"
+        if isinstance(data, cst.BinaryOperation):  # arithmetic of fresh tensors and numbers
+            fresh = self._origin(data.left) == "fresh" and self._origin(data.right) == "fresh"
+            return "fresh" if fresh else "computed"
+        if isinstance(data, cst.IfExp):
+            branches = {self._origin(data.body), self._origin(data.orelse)}
+            return next(o for o in ("computed", "named", "fresh") if o in branches)
         if not isinstance(data, cst.Call):
             return "computed"
         name = self.qualified_name(data.func)
@@ -212,7 +222,7 @@ class VariableRemoval(MigrationCodemod):
             return "fresh" if name in FACTORIES else "computed"
         if isinstance(data.func, cst.Attribute):
             method, receiver = data.func.attr.value, data.func.value
-            if method == "detach":
+            if method in NEW_TENSOR_METHODS:
                 return "fresh"
             if method == "clone":
                 return "computed" if self._origin(receiver) == "computed" else "fresh"
