@@ -18,6 +18,8 @@ _FIRST_ARG_NOT_DIM = {"norm": "p"}
 _DIM_KEYWORDS = frozenset({"dim", "axis", "dims"})
 # Module methods that return the module itself: `nn.CrossEntropyLoss().cuda()` is still the loss.
 _MODULE_SELF = frozenset({"cuda", "cpu", "to", "float", "double", "half", "train", "eval"})
+# Tensor methods that keep the shape: a 0-dim tensor stays 0-dim.
+_SAME_SHAPE = frozenset({"detach", "clone", "cpu", "cuda", "to", "float", "double", "half", "abs", "sqrt", "exp", "log"})
 # Names whose `.data[0]` reads like a scalar (statistics), for findings only.
 _SCALAR_LOOKING = re.compile(r"loss|acc|correct|err|prec|score|total|reward|dist", re.IGNORECASE)
 _SCALAR_REDUCTIONS = frozenset({"mean", "sum", "batchmean"})
@@ -282,6 +284,8 @@ class ScalarItem(MigrationCodemod):
         func = expr.func
         if isinstance(func, cst.Attribute) and func.attr.value in REDUCTIONS and name is None:
             return _full_reduction(expr, func.attr.value, skip_first=False)
+        if isinstance(func, cst.Attribute) and func.attr.value in _SAME_SHAPE and name is None:
+            return self._zero_dim(func.value, depth + 1)  # `loss.detach()`, `loss.cpu()`
         return self._is_loss_module(func, depth + 1)
 
     def _number(self, expr: cst.BaseExpression | None) -> bool:
