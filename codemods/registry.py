@@ -11,12 +11,14 @@ from typing import Iterable
 from codemods.helpers.codemod import MigrationCodemod
 from codemods.transforms import (
     amp_namespace,
+    checkpoint_reentrant,
     cuda_to_device,
     dataparallel_to_ddp,
     deprecated_api,
     empty_cache_without_del,
     explicit_cuda_index,
     h5py_lazy_open,
+    legacy_syntax,
     load_map_location,
     load_weights_only,
     loss_accumulation,
@@ -24,9 +26,11 @@ from codemods.transforms import (
     missing_detach,
     python_compat,
     removed_internals,
+    scalar_item,
     softmax_without_dim,
     state_dict_prefix,
     torch_six,
+    variable_removal,
 )
 
 
@@ -68,8 +72,20 @@ class Spec:
 
 
 PIPELINE: tuple[Spec, ...] = (
+    # First: it runs before parsing, and a file it repairs is what every other codemod reads.
+    Spec("TM000", "legacy-syntax", legacy_syntax.LegacySyntax, Safety.SAFE, legacy_syntax.triggers()),
     Spec("TM001", "loss-reduction", loss_reduction.LossReduction, Safety.SAFE, loss_reduction.triggers()),
+    Spec("TM002", "variable-removal", variable_removal.VariableRemoval, Safety.SAFE, variable_removal.triggers()),
+    # After TM002: `Variable(loss).data[0]` must first lose its wrapper to be seen as a loss.
+    Spec("TM003", "scalar-item", scalar_item.ScalarItem, Safety.SAFE, scalar_item.triggers()),
     Spec("TM004", "amp-namespace", amp_namespace.AmpNamespace, Safety.SAFE, amp_namespace.triggers()),
+    Spec(
+        "TM005",
+        "checkpoint-reentrant",
+        checkpoint_reentrant.CheckpointReentrant,
+        Safety.SAFE,
+        checkpoint_reentrant.triggers(),
+    ),
     # TM006 after TM002/TM003: `Variable(...)` wrappers are gone, so argument positions are final.
     Spec("TM006", "deprecated-api", deprecated_api.DeprecatedApi, Safety.SAFE, deprecated_api.triggers()),
     # TM007 and TM008 after TM006: the deprecated-API table may rename a name these then move.

@@ -10,7 +10,8 @@ import libcst as cst
 from libcst.codemod import CodemodContext, SkipFile
 
 from codemods.helpers.codemod import FileContext
-from codemods.helpers.noqa import noqa_lines
+from codemods.engine import legacy_syntax
+from codemods.helpers.noqa import is_suppressed, noqa_lines
 from codemods.registry import Spec
 from codemods.results import Finding, Problem
 
@@ -100,25 +101,35 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
         return Result(code=source)
     file = replace(file, noqa=noqa_lines(source))
 
+    original = source
     tree = _parse(source, file.path)
+    repaired: tuple[Finding, ...] = ()
     if isinstance(tree, Problem):
-        return Result(code=source, problem=tree)
+        legacy = next((s for s in firing if _pre_parse(s)), None)
+        fixed = _repair_legacy_syntax(source, file, legacy) if legacy is not None else None
+        if fixed is None:
+            return Result(code=source, problem=tree)
+        source, tree, repaired = fixed
+        firing = [s for s in specs if s.fires_on(source)]
+    firing = [s for s in firing if not _pre_parse(s)]
     try:
         new_tree, rewrites, findings = _run(tree, firing, file)
     except _CodemodFailed as exc:
         return Result(
-            code=source, parsed=True, problem=Problem(file.path, 0, f"internal error: {exc.reason}", exc.code)
+            code=original, parsed=True, problem=Problem(file.path, 0, f"internal error: {exc.reason}", exc.code)
         )
-    found = tuple(findings)
+    found = (*repaired, *findings)
+    if repaired:
+        rewrites = {"TM000": sum(f.kind == "review" for f in repaired), **rewrites}
     if not rewrites:
-        return Result(code=source, parsed=True, findings=found)
+        return Result(code=original, parsed=True, findings=found)
 
-    code = new_tree.code
-    if code == source:
-        return Result(code=source, parsed=True, findings=found)
+    code = new_tree.code if rewrites.keys() - {"TM000"} else source
+    if code == original:
+        return Result(code=original, parsed=True, findings=found)
     if tree.code != source:
         reason = "libcst cannot reproduce this file byte-for-byte; not rewritten, to avoid spurious changes"
-        return Result(code=source, parsed=True, findings=found, problem=Problem(file.path, 0, reason))
+        return Result(code=original, parsed=True, findings=found, problem=Problem(file.path, 0, reason))
 
     # The output guard: never hand back code that does not parse and compile.
     error = _compile_error(code, file.path)
@@ -127,11 +138,42 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
         if isinstance(reparsed, Problem):
             error = SyntaxError(reparsed.reason)
     if error is not None:
-        original = _compile_error(source, file.path)
-        if original is not None:
-            reason = f"does not compile with this Python ({original.msg}); left as it is"
-            return Result(code=source, parsed=True, problem=Problem(file.path, original.lineno or 0, reason))
+        before = _compile_error(source, file.path)
+        if before is not None:
+            reason = f"does not compile with this Python ({before.msg}); left as it is"
+            return Result(code=original, parsed=True, problem=Problem(file.path, before.lineno or 0, reason))
         culprit = _culprit(tree, firing, file)
         reason = f"internal error: the rewrite would not compile ({error.msg}); file left untouched"
-        return Result(code=source, parsed=True, problem=Problem(file.path, error.lineno or 0, reason, culprit))
-    return Result(code=code, changed=True, parsed=True, rewrites=rewrites, findings=found)
+        return Result(code=original, parsed=True, problem=Problem(file.path, error.lineno or 0, reason, culprit))
+    notes = tuple(f"{f.path}:{f.line}: {f.message}" for f in repaired if f.kind == "review")
+    return Result(code=code, changed=True, parsed=True, rewrites=rewrites, findings=found, notes=notes)
+
+
+def _pre_parse(spec: Spec) -> bool:
+    return bool(getattr(spec.codemod, "PRE_PARSE", False))
+
+
+def _repair_legacy_syntax(source: str, file: FileContext, spec: Spec):
+    """TM000: repair `async` used as a name; (text, tree, findings), or None when the file still
+    does not parse (then the original syntax error is the one reported)."""
+    fixed = legacy_syntax.repair(source)
+    if fixed is None or not fixed.edits:
+        return None
+    tree = _parse(fixed.text, file.path)
+    if isinstance(tree, Problem):
+        return None
+    findings = tuple(
+        Finding(
+            code=spec.code,
+            path=file.path,
+            line=r.line,
+            column=r.column,
+            message=r.message,
+            safety=spec.codemod.SAFETY,
+            suggestion=r.suggestion,
+            kind=r.kind,
+        )
+        for r in fixed.repairs
+        if not is_suppressed(file.noqa, r.line, r.line, spec.code) or r.kind == "review"
+    )
+    return fixed.text, tree, findings

@@ -1,0 +1,94 @@
+"""TM002 under torch: the migrated code computes what the legacy code did, without its warnings."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from tests.behaviour import migrate, run  # noqa: E402
+
+TRAIN = """
+import torch
+import torch.nn as nn
+from torch.autograd import Variable
+
+
+def step(seed):
+    torch.manual_seed(seed)
+    model = nn.Linear(4, 2)
+    images, labels = torch.randn(8, 4), torch.randint(0, 2, (8,))
+    images, labels = Variable(images), Variable(labels)
+    noise = Variable(torch.randn(8, 4), requires_grad=True)
+    loss = nn.CrossEntropyLoss()(model(images + noise), labels)
+    loss.backward()
+    return loss.detach(), noise.grad, model.weight.grad
+"""
+
+ALIASING = """
+import torch
+from torch.autograd import Variable
+
+
+def probe():
+    base = torch.ones(3)
+    leaf = Variable(base, requires_grad=True)
+    (leaf * 2).sum().backward()
+    base.add_(1)  # in place on the original tensor: fine only if `base` does not require grad
+    return leaf.grad, base.requires_grad, leaf.is_leaf
+"""
+
+VOLATILE = """
+import torch.autograd as ag
+import torch
+
+
+def infer(x):
+    return ag.Variable(x, volatile=True) * 2
+"""
+
+
+def test_training_step_gives_the_same_loss_and_gradients() -> None:
+    new = migrate(TRAIN, "TM002")
+    assert "Variable" not in new
+    for before, after in zip(run(TRAIN, "step", 0), run(new, "step", 0)):
+        torch.testing.assert_close(before, after)
+
+
+def test_requires_grad_on_a_named_tensor_keeps_variables_copy_semantics() -> None:
+    new = migrate(ALIASING, "TM002")
+    before, after = run(ALIASING, "probe"), run(new, "probe")
+    torch.testing.assert_close(before[0], after[0])
+    assert before[1:] == after[1:] == (False, True)
+
+
+def test_volatile_warned_before_and_is_gone_after() -> None:
+    x = torch.arange(3.0)
+    with pytest.warns(UserWarning, match="volatile"):
+        old = run(VOLATILE, "infer", x)
+    new = run(migrate(VOLATILE, "TM002"), "infer", x, strict=True)
+    torch.testing.assert_close(old, new)
+
+
+DETACHING = """
+import torch
+from torch.autograd import Variable
+
+
+def attack_step(seed):
+    torch.manual_seed(seed)
+    model = torch.nn.Linear(3, 1)
+    x_natural = torch.rand(2, 3)
+    delta = Variable(0.001 * torch.randn(2, 3), requires_grad=True)
+    x_adv = Variable(x_natural + delta, requires_grad=False)
+    model(x_adv).sum().backward()
+    return delta.grad, model.weight.grad
+"""
+
+
+def test_a_computed_value_is_still_cut_off_from_its_graph() -> None:
+    new = migrate(DETACHING, "TM002")
+    assert "(x_natural + delta).detach()" in new
+    old_result, new_result = run(DETACHING, "attack_step", 1), run(new, "attack_step", 1)
+    assert old_result[0] is None and new_result[0] is None  # no gradient leaks into delta
+    torch.testing.assert_close(old_result[1], new_result[1])
