@@ -101,7 +101,9 @@ def process_file(path: Path, display: str, plan: Plan) -> FileResult:
         except (OSError, UnicodeEncodeError) as exc:
             reason = f"cannot write: {getattr(exc, 'strerror', None) or exc}; left untouched"
             return FileResult(display, Status.ERROR, findings=result.findings, problem=Problem(display, 0, reason))
-    return FileResult(display, Status.CHANGED, rewrites=result.rewrites or {}, findings=result.findings, diff=diff)
+    return FileResult(
+        display, Status.CHANGED, rewrites=result.rewrites or {}, findings=result.findings, diff=diff, notes=result.notes
+    )
 
 
 def _process(job: tuple[Path, str, Plan]) -> FileResult:
