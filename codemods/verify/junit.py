@@ -35,8 +35,8 @@ class Outcome:
 
 def node_id(classname: str, name: str, file: str | None) -> str:
     """pytest's node id, undoing junitxml's mangling (path separators to dots, `.py` dropped)."""
-    if not classname:
-        return name  # a collection error: `name` is the module's dotted path
+    if not classname:  # a collection error: `name` is the module's dotted path
+        return file if file else name
     if file and file.endswith(".py"):
         module = re.sub(r"\.py$", "", file).replace("/", ".").replace("\\", ".")
         if classname == module:
