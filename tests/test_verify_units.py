@@ -58,6 +58,7 @@ def test_rerun_target_found_above_the_working_directory(tmp_path: Path) -> None:
     sub.mkdir()
     target = junit.rerun_target("tests/test_a.py::test_x", junit.Outcome("failed"), [sub, tmp_path])
     assert target == f"{tmp_path}/tests/test_a.py::test_x"
+    assert junit.rerun_target("tests/test_a.py", junit.Outcome("error"), [sub, tmp_path]) == f"{tmp_path}/tests/test_a.py"
     assert junit.rerun_target("tests/nope.py::test_x", junit.Outcome("failed"), [sub, tmp_path]) is None
     assert junit.rerun_target("tests.base.TestBase::t", junit.Outcome("failed"), [tmp_path]) is None
 
@@ -276,3 +277,28 @@ def test_execute_timeout_kills_the_process_group(tmp_path: Path) -> None:
         execute.run("no-such-command-xyz --flag", tmp_path, {"PATH": "/usr/bin:/bin"}, timeout=10)
     with pytest.raises(execute.StartError):
         execute.run([str(tmp_path / "missing")], tmp_path, {}, timeout=10)
+
+
+def test_fixes_that_only_needed_cuda_are_flagged_on_a_cpu_machine(tmp_path: Path) -> None:
+    from codemods.verify.core import Session
+    from codemods.verify.device import Device
+    from codemods.verify.model import VerifyOptions, VerifyReport
+
+    session = Session(tmp_path, VerifyOptions(), None)
+    session.device = Device("auto", sys.executable, torch="2.13.0", cuda_available=False)
+    report = VerifyReport(str(tmp_path))
+    report.changes = compare(
+        {"gpu": junit.Outcome("failed", "AssertionError: Torch not compiled with CUDA enabled"), "other": O("failed")},
+        {"gpu": O("passed"), "other": O("passed")},
+    )
+    session.device_notes(report)
+    notes = {c.id: c.note for c in report.changes}
+    assert "needed CUDA" in notes["gpu"] and notes["other"] == ""
+    assert any("asked for CUDA" in n for n in report.notes)
+    session.device = Device("auto", sys.executable, torch="2.13.0", cuda_available=True, devices=("H100",))
+    report.notes.clear()
+    session.device_notes(report)
+    assert report.notes == []  # on a GPU machine a CUDA failure before is a real failure
+    import shutil
+
+    shutil.rmtree(session.workdir)

@@ -31,8 +31,12 @@ class TestChange:
     culprits: list[str] = field(default_factory=list)  # "TM001 on a.py"
     note: str = ""
 
+    @property
+    def test_id(self) -> str:
+        return self.id
+
     def to_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items()}
+        return dict(self.__dict__)
 
 
 def classify(before: Outcome | None, after: Outcome | None) -> str:

@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -83,13 +83,16 @@ class Session:
             mode="write", select=o.select, ignore=o.ignore, unsafe=o.unsafe, exclude=o.exclude, use_config=o.use_config
         )
 
-    def new_copy(self, label: str, without: Iterable[Unit] | None = None):
-        """A fresh copy of the pristine base; migrated (minus `without`) unless `without` is None."""
+    def new_copy(self, label: str, without: Iterable[Unit] | None = None, jobs: int | None = 1):
+        """A fresh copy of the pristine base; migrated (minus `without`) unless `without` is None.
+
+        `jobs=None` (a process pool) only from the main thread before any run starts.
+        """
         root = copies.clone_copy(self.workdir / "base", self.workdir / f"{label}-{next(self.counter)}")
         project = self.source.project_in(root)
         report = None
         if without is not None:
-            report = migrate_tree(project, self.migration_options(), without)
+            report = migrate_tree(project, self.migration_options(), without, jobs=jobs)
         return root, project, report
 
     def run_tests(self, project: Path, label: str, ids: Sequence[str] | None = None) -> Run:
@@ -128,7 +131,7 @@ class Session:
         except copies.CopyError as exc:
             raise Abort(str(exc)) from None
         before_root, before, _ = self.new_copy("before")
-        _, after, report = self.new_copy("after", without=())
+        _, after, report = self.new_copy("after", without=(), jobs=None)
         return before, after, report
 
     def setup_device(self) -> None:
@@ -310,7 +313,10 @@ class Session:
             raise Abort(f"the probe command cannot start ({label}): {exc}") from None
         if done.timed_out:
             raise Abort(f"the probe timed out after {self.options.timeout:g} s ({label} side); raise --timeout")
-        return done
+        # Each copy lives in its own folder: paths printed by the probe must not count as differences.
+        root = self.workdir / project.relative_to(self.workdir).parts[0]
+        stdout = done.stdout.replace(os.path.realpath(root), "<copy>").replace(str(root), "<copy>")
+        return replace(done, stdout=stdout)
 
     def probe_after(self, project: Path) -> ProbeResult:
         """The probe in a migrated copy, compared with the first before-run."""

@@ -78,10 +78,10 @@ def rerun_target(test_id: str, outcome: Outcome, bases: list[Path]) -> str | Non
     Node ids are relative to pytest's rootdir, which may be the working directory or one above it.
     """
     path, sep, rest = test_id.partition("::")
-    if not sep or not path.endswith(".py"):
+    if not path.endswith(".py"):
         return None
     for base in bases:
         candidate = base / path
         if candidate.is_file():
-            return f"{candidate}::{rest}"
+            return f"{candidate}::{rest}" if sep else str(candidate)  # no `::`: a whole module
     return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import glob
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable
@@ -36,7 +37,15 @@ def migrate_tree(
 ) -> Report:
     """Migrate every file under `project` (write/diff/check per `options.mode`) minus `without`."""
     plan, _, files, problems = api.plan_for([project], options)
-    extra = tuple(("*" if u.file == ALL_FILES else glob.escape(u.file), (u.code,)) for u in without)
+    root = getattr(plan, "root", None)  # where the engine matches per-file globs from, when it says
+
+    def pattern(unit: Unit) -> str:
+        if unit.file == ALL_FILES:
+            return "*"
+        rel = os.path.relpath((project / unit.file).resolve(), root) if root else unit.file
+        return glob.escape(Path(rel).as_posix())
+
+    extra = tuple((pattern(u), (u.code,)) for u in without)
     if extra:
         plan = replace(plan, per_file_ignores=(*plan.per_file_ignores, *extra))
     jobs_list = [(f, f.relative_to(project).as_posix()) for f in files]

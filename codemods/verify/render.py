@@ -38,6 +38,14 @@ def _runs(change) -> str:
     return f" (reruns before: {fmt(change.reruns_before)}; after: {fmt(change.reruns_after)})"
 
 
+def _same(report: VerifyReport) -> str:
+    same = [c for c in report.changes if c.kind == UNCHANGED]
+    failing = sum(c.after in ("failed", "error") for c in same)
+    return f"{len(same)} test(s) with the same outcome before and after" + (
+        f" ({failing} failing on both sides)." if failing else "."
+    )
+
+
 def text(report: VerifyReport) -> str:
     lines = [f"verify {report.path}"]
     if report.device is not None:
@@ -65,9 +73,8 @@ def text(report: VerifyReport) -> str:
             if c.note:
                 lines.append(f"      note: {c.note}")
         lines.append("")
-    unchanged = sum(c.kind == UNCHANGED for c in report.changes)
     if report.changes:
-        lines.append(f"{unchanged} test(s) with the same outcome before and after.")
+        lines.append(_same(report))
     if report.probe is not None:
         p = report.probe
         lines.append(f"Probe `{p.command}`: {p.status} ({p.compared} number(s) compared)")
@@ -136,8 +143,7 @@ def markdown(report: VerifyReport) -> str:
                 out.append(
                     f"| `{_cell(c.id)}` | {c.before or '—'} | {c.after or '—'} | {_cell(result)} | {_cell(', '.join(c.culprits))} |"
                 )
-        unchanged = sum(c.kind == UNCHANGED for c in report.changes)
-        out += ["", f"{unchanged} test(s) with the same outcome before and after.", ""]
+        out += ["", _same(report), ""]
     if report.probe is not None:
         p = report.probe
         out += [f"### Probe (`{_cell(p.command)}`)", "", f"**{p.status}**, {p.compared} number(s) compared."]
