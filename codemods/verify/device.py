@@ -7,7 +7,7 @@ import os
 import sys
 import tempfile
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from codemods.verify import execute
@@ -107,13 +107,15 @@ def detect(python: str, requested: str = "auto", timeout: float = 180) -> Device
     """Ask `python` about itself and torch; raises DeviceError when it cannot run or CUDA is missing."""
     if requested not in DEVICES:
         raise DeviceError(f"--device must be one of {', '.join(DEVICES)}, not {requested!r}")
-    key = (python, requested)
+    # The answer depends only on the interpreter and on whether GPUs are hidden (cpu).
+    key = (python, requested == "cpu")
     with _cache_lock:
         found = _cache.get(key)
     if found is None:
         found = _ask(python, requested, timeout)
         with _cache_lock:
             _cache[key] = found
+    found = replace(found, requested=requested)
     if requested == "cuda" and not found.cuda_available:
         why = found.torch_error or ("torch is not installed" if found.torch is None else "no CUDA device is visible")
         raise DeviceError(
