@@ -91,6 +91,7 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
         facts=_facts(found.files, specs),
         per_file_ignores=config.per_file_ignores,
         max_bytes=options.max_bytes,
+        root=str(config.source.parent.resolve()) if config.source else None,
     )
     return plan, config, found.files, problems
 

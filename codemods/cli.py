@@ -249,6 +249,45 @@ def verify_(path, select, ignore, unsafe, rtol, atol, fmt, output, exclude, no_c
     sys.exit(report.exit_code)
 
 
+@main.command()
+@click.argument("manifest", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True, help="Repositories in parallel.")
+@click.option("--dask-scheduler", metavar="ADDR", help="Run one task per repository on this Dask cluster (tcp://host:port).")
+@click.option("--workdir", type=click.Path(file_okay=False), default="torch-migrate-work", show_default=True)
+@click.option("--resume", is_flag=True, help="Skip repositories already done with the same entry and tool version.")
+@click.option("--no-verify", is_flag=True, help="Migrate and commit without running the tests.")
+@click.option("--allow-regressions", is_flag=True, help="Commit even when verification finds regressions.")
+@click.option("--push", is_flag=True, help="Push the branch of `url` repositories to their origin.")
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+def batch(manifest, jobs, dask_scheduler, workdir, resume, no_verify, allow_regressions, push, fmt) -> None:
+    """Migrate every repository of MANIFEST: a branch, a commit and a REPORT.md each.
+
+    Exit code: 0 all migrated and verified; 1 some with regressions or failures; 2 nothing could run.
+    """
+    from codemods.batch import ManifestError, run_batch
+    from codemods.batch.render import summary_table
+
+    def progress(result) -> None:
+        if fmt == "text":
+            click.echo(f"{result.name}: {result.status} ({result.seconds:.0f}s)", err=True)
+
+    try:
+        outcome = run_batch(
+            manifest, workdir, jobs=jobs, dask_scheduler=dask_scheduler, resume=resume,
+            verify=not no_verify, allow_regressions=allow_regressions, push=push, on_result=progress,
+        )  # fmt: skip
+    except ManifestError as exc:
+        raise click.UsageError(str(exc)) from None
+    if fmt == "json":
+        click.echo(json.dumps(outcome.to_dict(), indent=2))
+    else:
+        from rich.console import Console
+
+        Console(width=160 if not sys.stdout.isatty() else None).print(summary_table(outcome.results, outcome.resumed))
+        click.echo(f"reports: {workdir}/reports/<repo>/REPORT.md")
+    sys.exit(outcome.exit_code)
+
+
 @main.command("list")
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 def list_(fmt: str) -> None:

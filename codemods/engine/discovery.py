@@ -16,7 +16,7 @@ SKIP_DIRS = frozenset(
         ".ruff_cache", ".ipynb_checkpoints", ".torch-migrate-cache",
     }
 )  # fmt: skip
-SUFFIXES = (".py",)
+SUFFIXES = (".py", ".ipynb")
 
 
 @dataclass

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from codemods.engine.notebooks import transform_notebook
 from codemods.engine.pipeline import transform_source
 from codemods.engine.source import SourceError, decode
 from codemods.engine.writer import write_atomic
@@ -33,7 +34,7 @@ class Plan:
     facts: RepoFacts = field(default_factory=RepoFacts)
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     max_bytes: int = 2_000_000
-    cache_dir: str | None = None
+    root: str | None = None  # per-file-ignores globs are relative to this (the config's folder)
 
     def specs_for(self, rel: str) -> tuple[Spec, ...]:
         ignored = {
@@ -65,7 +66,7 @@ def process_file(path: Path, display: str, plan: Plan) -> FileResult:
     except OSError as exc:
         return FileResult(display, Status.ERROR, problem=Problem(display, 0, f"cannot read: {exc.strerror or exc}"))
 
-    specs = plan.specs_for(display)
+    specs = plan.specs_for(os.path.relpath(path.resolve(), plan.root) if plan.root else display)
     if not specs:
         return FileResult(display, Status.SKIPPED)
     try:
@@ -73,14 +74,27 @@ def process_file(path: Path, display: str, plan: Plan) -> FileResult:
     except SourceError as exc:
         return FileResult(display, Status.ERROR, problem=Problem(display, exc.line, exc.reason))
 
-    result = transform_source(source.text, specs, FileContext(display, plan.device_name, plan.facts))
+    file = FileContext(display, plan.device_name, plan.facts)
+    if path.suffix == ".ipynb":
+        notebook = transform_notebook(source.text, specs, file)
+        result = notebook.result
+    else:
+        result = transform_source(source.text, specs, file)
     if result.problem is not None:
         return FileResult(display, Status.ERROR, findings=result.findings, problem=result.problem)
     if not result.changed:
         status = Status.UNCHANGED if result.parsed else Status.SKIPPED
         return FileResult(display, status, findings=result.findings)
 
-    diff = unified_diff(source.text, result.code, display) if plan.mode == "diff" else None
+    diff = None
+    if plan.mode == "diff":
+        if path.suffix == ".ipynb":
+            diff = "".join(
+                unified_diff(old, new, f"{display} [cell {index}]")
+                for index, old, new in zip(notebook.changed_cells, notebook.cells_before, notebook.cells_after)
+            )
+        else:
+            diff = unified_diff(source.text, result.code, display)
     if plan.mode == "write":
         try:
             write_atomic(path, source.encode(result.code))

@@ -1,0 +1,138 @@
+"""The batch manifest: `[defaults]` plus one `[[repo]]` table per repository.
+
+    [defaults]
+    branch = "torch-migrate"
+    select = ["TM0", "TM1"]
+    tests = "python -m pytest -q"
+    timeout = 900
+
+    [[repo]]
+    path = "../vision-models"       # a local repository (its working copy is never touched)
+
+    [[repo]]
+    url = "file:///srv/git/old-gan.git"
+    ref = "v0.3"
+    unsafe = true                   # any default can be overridden per repository
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+SETTINGS = {
+    "branch": str,
+    "select": list,
+    "ignore": list,
+    "unsafe": bool,
+    "tests": str,
+    "probe": str,
+    "timeout": (int, float),
+    "python": str,
+    "device": str,
+}
+REPO_ONLY = {"name": str, "path": str, "url": str, "ref": str}
+
+
+class ManifestError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class RepoEntry:
+    name: str
+    source: str  # a local path (absolute) or a URL
+    is_path: bool
+    ref: str | None = None
+    branch: str = "torch-migrate"
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] | None = None
+    unsafe: bool = False
+    tests: str | None = None
+    probe: str | None = None
+    timeout: float = 1200.0
+    python: str | None = None
+    device: str = "auto"
+
+    def fingerprint(self) -> str:
+        """Identifies the entry for --resume: same fingerprint, same work."""
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _check(where: str, key: str, value: object, kind) -> object:
+    if kind is list:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ManifestError(f"{where}: `{key}` must be a list of strings, got {value!r}")
+        return tuple(value)
+    if kind is bool and not isinstance(value, bool):
+        raise ManifestError(f"{where}: `{key}` must be true or false, got {value!r}")
+    if not isinstance(value, kind) or (kind != bool and isinstance(value, bool)):
+        raise ManifestError(f"{where}: `{key}` has the wrong type ({type(value).__name__}): {value!r}")
+    return value
+
+
+def _settings(table: dict, where: str, allowed: dict) -> dict:
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise ManifestError(f"{where}: unknown field(s) {', '.join(map(repr, unknown))} (known: {', '.join(allowed)})")
+    return {key: _check(where, key, value, allowed[key]) for key, value in table.items()}
+
+
+def _default_name(source: str) -> str:
+    name = re.sub(r"\.git$", "", source.rstrip("/").rsplit("/", 1)[-1]) or "repo"
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+def load_manifest(path: str | Path) -> list[RepoEntry]:
+    """Parse and validate a manifest; every problem is one `ManifestError` naming entry and field."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ManifestError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(f"{path}: invalid TOML: {exc}") from None
+    unknown = sorted(set(data) - {"defaults", "repo"})
+    if unknown:
+        raise ManifestError(f"{path}: unknown table(s) {', '.join(unknown)} (expected [defaults] and [[repo]])")
+    defaults = _settings(data.get("defaults", {}), f"{path}: [defaults]", SETTINGS)
+    repos = data.get("repo")
+    if not isinstance(repos, list) or not repos:
+        raise ManifestError(f"{path}: no [[repo]] entries")
+
+    entries: list[RepoEntry] = []
+    names: set[str] = set()
+    for index, raw in enumerate(repos, start=1):
+        where = f"{path}: [[repo]] #{index}"
+        if not isinstance(raw, dict):
+            raise ManifestError(f"{where}: must be a table")
+        fields = _settings(raw, where, {**SETTINGS, **REPO_ONLY})
+        if ("path" in fields) == ("url" in fields):
+            raise ManifestError(f"{where}: give exactly one of `path` or `url`")
+        if "path" in fields:
+            local = (path.parent / fields.pop("path")).resolve()
+            if not (local / ".git").exists():
+                raise ManifestError(f"{where}: `path` {local} is not a git repository")
+            source, is_path = str(local), True
+        else:
+            source, is_path = fields.pop("url"), False
+        name = fields.pop("name", None) or _default_name(source)
+        if name in names:
+            raise ManifestError(f"{where}: `name` {name!r} is used twice; give one of them a `name`")
+        names.add(name)
+        merged = {**defaults, **fields}
+        if merged.get("device", "auto") not in ("auto", "cpu", "cuda"):
+            raise ManifestError(f"{where}: `device` must be auto, cpu or cuda")
+        entries.append(RepoEntry(name=name, source=source, is_path=is_path, **merged))
+    return entries

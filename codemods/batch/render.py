@@ -1,0 +1,89 @@
+"""Batch output: a PR-ready REPORT.md per repository and the summary table."""
+
+from __future__ import annotations
+
+from codemods import registry
+from codemods.batch.runner import RepoResult
+
+DDP_NOTE = (
+    "TM103 rewrote `nn.DataParallel` into DDP scaffolding. `python train.py` behaves as before "
+    "(one process); launch multi-GPU training with `torchrun --nproc_per_node=N train.py`. "
+    "`batch_size` is now **per process**: divide it by N to keep the global batch size."
+)
+
+
+def _outcomes(counts: dict[str, int] | None) -> str:
+    if not counts:
+        return "—"
+    return ", ".join(f"{n} {k}" for k, n in sorted(counts.items()) if n)
+
+
+def _codemod_rows(rewrites: dict[str, int]) -> list[str]:
+    rows = ["| codemod | name | safety | rewrites |", "|---|---|---|---|"]
+    for code, count in sorted(rewrites.items()):
+        try:
+            spec = registry.get(code)
+            rows.append(f"| {code} | `{spec.name}` | {spec.safety.value} | {count} |")
+        except registry.SelectionError:
+            rows.append(f"| {code} | | | {count} |")
+    return rows
+
+
+def markdown_report(result: RepoResult, diffstat: str, checked, report) -> str:
+    out = [f"# torch-migrate: {result.name}", "", f"**Status:** {result.status} — {result.message}", ""]
+    if result.commit:
+        out += [f"Branch `{result.branch}` at `{result.commit[:12]}` (from `{(result.base or '')[:12]}`).", ""]
+    if diffstat:
+        out += ["## Changes", "", "```", diffstat, "```", ""]
+    if result.rewrites:
+        out += ["## Codemods applied", "", *_codemod_rows(result.rewrites), ""]
+    if "TM103" in result.rewrites:
+        out += ["## Launching with DDP", "", DDP_NOTE, ""]
+    if report is not None and report.findings:
+        out += ["## To review", ""]
+        for f in report.findings:
+            kind = "review" if f.kind == "review" else "finding"
+            out.append(f"- `{f.path}:{f.line}` {f.code} ({kind}): {f.message}")
+        out.append("")
+    if result.problems:
+        out += ["## Files left untouched", "", *(f"- {p}" for p in result.problems), ""]
+    if checked is not None:
+        out += ["## Verification", ""]
+        out += ["| | before | after |", "|---|---|---|"]
+        out.append(f"| tests | {_outcomes(result.tests_before)} | {_outcomes(result.tests_after)} |")
+        out.append("")
+        if result.regressions:
+            out += ["**Regressions:**", "", *(f"- `{t}`" for t in result.regressions), ""]
+        if result.culprits:
+            out += [f"Caused by: {', '.join(result.culprits)}", ""]
+        fixed = [c.test_id for c in checked.fixed]
+        if fixed:
+            out += ["**Fixed by the migration:**", "", *(f"- `{t}`" for t in fixed), ""]
+        if checked.device is not None:
+            out += [f"Device: {_device(checked.device)}", ""]
+    else:
+        out += ["Not verified (`--no-verify`).", ""]
+    return "\n".join(out)
+
+
+def _device(device) -> str:
+    data = device.to_dict() if hasattr(device, "to_dict") else dict(device.__dict__)
+    return ", ".join(f"{k}={v}" for k, v in data.items() if v not in (None, "", []))
+
+
+def summary_table(results: list[RepoResult], resumed: set[str]):
+    from rich.table import Table
+
+    table = Table(title="torch-migrate batch")
+    for column in ("repo", "status", "files", "rewrites", "findings", "tests before → after", "regressions", "branch", "commit"):
+        table.add_column(column, overflow="fold")
+    for r in results:
+        status = r.status + (" (resumed)" if r.name in resumed else "")
+        if r.status == "failed":
+            status += f": {r.message}"
+        tests = f"{_outcomes(r.tests_before)} → {_outcomes(r.tests_after)}" if r.tests_before is not None else "—"
+        table.add_row(
+            r.name, status, str(r.files_changed), str(sum(r.rewrites.values())), str(r.findings), tests,
+            ", ".join(r.regressions) or "0", r.branch if r.commit else "—", (r.commit or "—")[:10],
+        )  # fmt: skip
+    return table

@@ -1,0 +1,148 @@
+"""Jupyter notebooks through the same pipeline: code cells migrated as one module.
+
+The code cells are joined into one module, so a `device` or an import is defined once, in the
+first cell that needs it. IPython syntax that is not Python (`%magic`, `!shell`, `obj?`,
+`%%cell magics`) is masked before parsing and restored afterwards, byte for byte. Only changed
+cells' `source` values change: the notebook is re-serialised only when its unchanged form
+round-trips exactly (same indent, key order, escaping), so outputs and metadata stay as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+from codemods.engine.pipeline import Result, transform_source
+from codemods.helpers.codemod import FileContext
+from codemods.registry import Spec
+from codemods.results import Finding, Problem
+
+# `%magic`, `!shell`, `?obj`, `obj?`, `files = !ls`, `t = %timeit f()`: IPython, not Python.
+_MAGIC = re.compile(r"^\s*(?:[%!?]|[\w.]+\?\??\s*$|[\w.,\s]+=\s*[%!]\w)")
+_CELL = "__tm_cell__({})"
+_MARK = "#__tm_magic__{}"
+
+
+@dataclass(frozen=True)
+class NotebookResult:
+    text: str
+    result: Result
+    changed_cells: tuple[int, ...] = ()
+    cells_before: tuple[str, ...] = ()
+    cells_after: tuple[str, ...] = ()
+
+
+def _source(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def _set_source(cell: dict, text: str) -> None:
+    if isinstance(cell.get("source"), list):
+        cell["source"] = text.splitlines(keepends=True)
+    else:
+        cell["source"] = text
+
+
+def _indent(text: str) -> int | None:
+    match = re.search(r"\n( +)\"", text)
+    return len(match.group(1)) if match else None
+
+
+def _dump(notebook: dict, indent: int | None, trailing_newline: bool) -> str:
+    text = json.dumps(notebook, indent=indent, ensure_ascii=False)
+    return text + "\n" if trailing_newline else text
+
+
+def _mask(cell: str, magics: list[str]) -> str | None:
+    """The cell with IPython-only lines replaced by unique comments; None for a `%%` cell."""
+    if cell.lstrip().startswith("%%"):
+        return None
+    lines = []
+    for line in cell.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        if _MAGIC.search(body) and not body.lstrip().startswith("#"):
+            ending = line[len(body) :]
+            indent = body[: len(body) - len(body.lstrip())]
+            lines.append(f"{indent}{_MARK.format(len(magics))}{ending}")
+            magics.append(body)
+        else:
+            lines.append(line)
+    return "".join(lines)
+
+
+def _unmask(text: str, magics: list[str]) -> str:
+    return re.sub(r"[ \t]*#__tm_magic__(\d+)", lambda m: magics[int(m.group(1))], text)
+
+
+def transform_notebook(text: str, specs: Sequence[Spec], file: FileContext) -> NotebookResult:
+    unchanged = NotebookResult(text, Result(code=text))
+    try:
+        notebook = json.loads(text)
+        cells = notebook["cells"]
+    except (ValueError, KeyError, TypeError) as exc:
+        return replace(unchanged, result=Result(code=text, problem=Problem(file.path, 0, f"not a notebook: {exc}")))
+
+    code_cells = [i for i, c in enumerate(cells) if isinstance(c, dict) and c.get("cell_type") == "code"]
+    magics: list[str] = []
+    masked = {i: _mask(_source(cells[i]), magics) for i in code_cells}
+    joinable = [i for i in code_cells if masked[i] is not None]
+    module = "".join(f"{_CELL.format(i)}\n{masked[i]}" + ("" if masked[i].endswith("\n") or not masked[i] else "\n") for i in joinable)
+    result = transform_source(module, specs, file)
+    findings = tuple(_locate(f, module, joinable) for f in result.findings)
+    if result.problem is not None:
+        problem = result.problem
+        located = _locate_line(problem.line, module, joinable)
+        reason = f"cell {located[0]}: {problem.reason}" if located else problem.reason
+        return replace(unchanged, result=replace(result, code=text, findings=findings, problem=replace(problem, line=located[1] if located else 0, reason=reason)))
+    if not result.changed:
+        return replace(unchanged, result=replace(result, code=text, findings=findings))
+
+    parts = re.split(r"^__tm_cell__\((\d+)\)\n", result.code, flags=re.MULTILINE)
+    head, rest = parts[0], parts[1:]
+    new_sources = {int(rest[k]): rest[k + 1] for k in range(0, len(rest), 2)}
+    if sorted(new_sources) != joinable:
+        reason = "internal error: notebook cell boundaries changed during migration; not rewritten"
+        return replace(unchanged, result=Result(code=text, problem=Problem(file.path, 0, reason)))
+    if head.strip():  # something was inserted before the first cell (an import): it joins that cell
+        new_sources[joinable[0]] = head + new_sources[joinable[0]]
+
+    indent, trailing = _indent(text), text.endswith("\n")
+    if _dump(json.loads(text), indent, trailing) != text:
+        reason = "notebook JSON is formatted in a way that cannot be re-written exactly; not rewritten"
+        return replace(unchanged, result=Result(code=text, problem=Problem(file.path, 0, reason)))
+
+    before, after, changed = [], [], []
+    for i in joinable:
+        old = _source(cells[i])
+        new = _unmask(new_sources[i], magics)
+        if not old.endswith("\n") and new.endswith("\n"):
+            new = new[:-1]
+        if new != old:
+            _set_source(cells[i], new)
+            changed.append(i)
+            before.append(old)
+            after.append(new)
+    new_text = _dump(notebook, indent, trailing)
+    return NotebookResult(new_text, replace(result, code=new_text, findings=findings), tuple(changed), tuple(before), tuple(after))
+
+
+def _locate_line(line: int, module: str, joinable: list[int]) -> tuple[int, int] | None:
+    """(cell index, line within the cell) of a line of the joined module."""
+    cell, start = None, 0
+    for number, text in enumerate(module.splitlines(), start=1):
+        if number > line:
+            break
+        match = re.fullmatch(r"__tm_cell__\((\d+)\)", text)
+        if match:
+            cell, start = int(match.group(1)), number
+    return (cell, line - start) if cell is not None and line > start else None
+
+
+def _locate(finding: Finding, module: str, joinable: list[int]) -> Finding:
+    located = _locate_line(finding.line, module, joinable)
+    if located is None:
+        return finding
+    return replace(finding, line=located[1], message=f"cell {located[0]}: {finding.message}")
