@@ -211,7 +211,7 @@ def test_a_non_pytest_command_is_judged_by_its_exit_code(project) -> None:
     data = json.loads(out)
     assert code == 1, out
     assert [(t["id"], t["before"], t["after"], t["kind"]) for t in data["tests"]] == [
-        ("<test command>", "passed", "error", "regression")
+        ("<test command>", "passed", "failed", "regression")
     ]
     assert data["culprits"] == {"TM001 on model.py": ["<test command>"]}
     assert data["sides"][0]["per_test"] is False

@@ -32,6 +32,7 @@ from codemods.verify.probe import first_divergence
 
 SUITE = "<test command>"  # the id of a whole run that gave no per-test results
 PROBE = "<probe>"
+MAX_TARGETS = 300  # beyond this many tests a rerun runs the whole command (and stays under ARG_MAX)
 
 
 class Abort(Exception):
@@ -104,8 +105,8 @@ class Session:
         if ids is not None and command.pytest is not None:
             bases = [project, *project.parents]
             targets = [junit.rerun_target(i, junit.Outcome("passed"), bases) for i in ids]
-            if not all(targets):
-                targets = None  # some id cannot be named on a command line: run everything
+            if not all(targets) or len(targets) > MAX_TARGETS:
+                targets = None  # some id cannot be named on a command line, or too many: run everything
         argv = command.argv(xml, targets, cwd=project)
         try:
             done = execute.run(argv, project, self.env, self.options.timeout)
@@ -159,9 +160,14 @@ class Session:
     def side_outcomes(self, run: Run, other: Run) -> dict[str, junit.Outcome]:
         if run.tests is not None:
             return run.tests
-        outcome = "passed" if run.returncode == 0 else "error"
         last = run.tail.strip().splitlines()[-1] if run.tail.strip() else ""
-        message = f"the test command gave no per-test results (exit {run.returncode}): {last}"[:300]
+        if self.command is not None and self.command.pytest is None:  # judged by its exit code alone
+            outcome = "passed" if run.returncode == 0 else "failed"
+            message = f"exit {run.returncode}" + (f": {last}" if last else "")
+        else:
+            outcome = "passed" if run.returncode == 0 else "error"
+            message = f"pytest gave no per-test results (exit {run.returncode}): {last}"
+        message = message[:300]
         ids = list(other.tests) if other.tests else [SUITE]
         return {i: junit.Outcome(outcome, message) for i in ids}
 
@@ -281,7 +287,10 @@ class Session:
             c.culprits = [str(u) for u in per_test.get(c.id, [])]
         if report.probe is not None:
             report.probe.culprits = [str(u) for u in per_test.get(PROBE, [])]
-        report.notes.append(f"culprit search: {trials} trial migration(s)")
+        report.notes.append(
+            f"culprit search: {trials} trial migration(s)" if trials
+            else "culprit search needed no trial: each regression involves a single codemod change"
+        )
         if report.culprit_units:
             self.confirm_without(report)
 

@@ -73,7 +73,7 @@ def text(report: VerifyReport) -> str:
             if c.note:
                 lines.append(f"      note: {c.note}")
         lines.append("")
-    if report.changes:
+    if any(c.kind == UNCHANGED for c in report.changes):
         lines.append(_same(report))
     if report.probe is not None:
         p = report.probe
@@ -143,7 +143,7 @@ def markdown(report: VerifyReport) -> str:
                 out.append(
                     f"| `{_cell(c.id)}` | {c.before or '—'} | {c.after or '—'} | {_cell(result)} | {_cell(', '.join(c.culprits))} |"
                 )
-        out += ["", _same(report), ""]
+        out += ["", _same(report), ""] if any(c.kind == UNCHANGED for c in report.changes) else [""]
     if report.probe is not None:
         p = report.probe
         out += [f"### Probe (`{_cell(p.command)}`)", "", f"**{p.status}**, {p.compared} number(s) compared."]
