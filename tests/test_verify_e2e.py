@@ -215,3 +215,19 @@ def test_a_non_pytest_command_is_judged_by_its_exit_code(project) -> None:
     ]
     assert data["culprits"] == {"TM001 on model.py": ["<test command>"]}
     assert data["sides"][0]["per_test"] is False
+
+
+def test_nothing_selected_means_nothing_to_verify_and_copies_can_be_kept(project) -> None:
+    root = project("flaky_counter")
+    code, out, _ = cli("verify", str(root), "--ignore", "TM001", "--keep-copies", "--format", "json")
+    data = json.loads(out)
+    assert (code, data["status"], data["sides"]) == (0, "nothing-to-migrate", [])
+    kept = Path(data["copies"])
+    try:
+        assert (kept / "base" / "model.py").read_text() == (root / "model.py").read_text()
+    finally:
+        import shutil
+
+        shutil.rmtree(kept)
+    code, _, err = cli("verify", str(root), "--select", "TM999")
+    assert code == 2 and "unknown codemod" in err
