@@ -231,3 +231,24 @@ def test_nothing_selected_means_nothing_to_verify_and_copies_can_be_kept(project
         shutil.rmtree(kept)
     code, _, err = cli("verify", str(root), "--select", "TM999")
     assert code == 2 and "unknown codemod" in err
+
+
+def test_an_installed_project_is_imported_from_each_copy_not_from_the_users_tree(tmp_path, monkeypatch) -> None:
+    """Like `pip install -e .`: the user's src/ is on the path. Without care both sides would test
+    the original code and this regression would go unseen."""
+    root = tmp_path / "installed"
+    (root / "src" / "mypkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "src" / "mypkg" / "__init__.py").write_text("")
+    (root / "src" / "mypkg" / "core.py").write_text("import torch.nn as nn\n\n\ndef crit():\n    return nn.MSELoss(size_average=False)\n")
+    (root / "tests" / "test_core.py").write_text(
+        "from pathlib import Path\n\nimport mypkg\n\n\n"
+        "def test_keeps_the_legacy_call():\n"
+        "    assert 'size_average' in (Path(mypkg.__file__).parent / 'core.py').read_text()\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(root / "src"))
+    code, out, _ = cli("verify", str(root), "--rerun", "0", "--python", sys.executable, "--format", "json")
+    data = json.loads(out)
+    assert code == 1, out
+    assert [t["id"] for t in data["tests"] if t["kind"] == "regression"] == ["tests/test_core.py::test_keeps_the_legacy_call"]
+    assert any("mypkg is installed from your working tree" in n for n in data["notes"])

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from codemods import api
-from codemods.verify import copies, culprits, execute, junit
+from codemods.verify import copies, culprits, execute, imports, junit
 from codemods.verify.apply import digest
 from codemods.verify.commands import TestCommand, has_tests
 from codemods.verify.compare import FIXED, FLAKY, MISSING, REGRESSION, compare, judge
@@ -58,7 +58,9 @@ class Session:
         self.counter = itertools.count(1)
         self.device: Device | None = None
         self.env: dict[str, str] = {}
+        self.pythonpath: list[str] = []  # folders, relative to a copy's root, put first on PYTHONPATH
         self.workers = 1
+        self.notes: list[str] = []
         self.source: copies.Source | None = None
         self.command: TestCommand | None = None
 
@@ -77,6 +79,44 @@ class Session:
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+
+    def copy_root(self, project: Path) -> Path:
+        return self.workdir / project.relative_to(self.workdir).parts[0]
+
+    def env_for(self, project: Path) -> dict[str, str]:
+        """The environment of a run in `project`'s copy: its own folders first on PYTHONPATH if needed."""
+        if not self.pythonpath:
+            return self.env
+        root = self.copy_root(project)
+        first = [str(root / rel) for rel in self.pythonpath]
+        rest = [self.env["PYTHONPATH"]] if self.env.get("PYTHONPATH") else []
+        return {**self.env, "PYTHONPATH": os.pathsep.join(first + rest)}
+
+    def isolate_imports(self, after: Path, changed: Sequence[str]) -> None:
+        """Make sure the copies import their own code, not the user's tree (editable installs)."""
+        root = self.copy_root(after)
+        rels = [str(Path(self.source.project) / rel) for rel in changed]
+        roots = imports.import_roots(root, rels)
+        timeout = min(self.options.timeout, 120)
+        found = imports.origins(self.device.python, after, self.env_for(after), roots, timeout)
+        leaking = sorted(
+            n for n, where in found.items()
+            if imports.inside(where, self.source.root) and not imports.inside(where, self.workdir)
+        )
+        if not leaking:
+            return
+        self.pythonpath = sorted({roots[n] for n in leaking})
+        found = imports.origins(self.device.python, after, self.env_for(after), leaking, timeout)
+        still = sorted(n for n, where in found.items() if not imports.inside(where, root))
+        if still:
+            raise Abort(
+                f"{', '.join(still)} would be imported from {self.source.root}, not from the copy "
+                "(an editable install that cannot be overridden?); both sides would test the original code"
+            )
+        self.notes.append(
+            f"{', '.join(leaking)} is installed from your working tree (editable install or PYTHONPATH); "
+            "each copy puts its own folder first on PYTHONPATH so that it tests its own code"
+        )
 
     def migration_options(self) -> api.Options:
         o = self.options
@@ -109,7 +149,7 @@ class Session:
                 targets = None  # some id cannot be named on a command line, or too many: run everything
         argv = command.argv(xml, targets, cwd=project)
         try:
-            done = execute.run(argv, project, self.env, self.options.timeout)
+            done = execute.run(argv, project, self.env_for(project), self.options.timeout)
         except execute.StartError as exc:
             raise Abort(f"the test command cannot start ({label}): {exc}") from None
         if done.timed_out:
@@ -317,13 +357,13 @@ class Session:
 
     def probe_run(self, project: Path, label: str) -> execute.Completed:
         try:
-            done = execute.run(self.options.probe, project, self.env, self.options.timeout, merge_output=False)
+            done = execute.run(self.options.probe, project, self.env_for(project), self.options.timeout, merge_output=False)
         except execute.StartError as exc:
             raise Abort(f"the probe command cannot start ({label}): {exc}") from None
         if done.timed_out:
             raise Abort(f"the probe timed out after {self.options.timeout:g} s ({label} side); raise --timeout")
         # Each copy lives in its own folder: paths printed by the probe must not count as differences.
-        root = self.workdir / project.relative_to(self.workdir).parts[0]
+        root = self.copy_root(project)
         stdout = done.stdout.replace(os.path.realpath(root), "<copy>").replace(str(root), "<copy>")
         return replace(done, stdout=stdout)
 
@@ -408,6 +448,8 @@ def _verify(session: Session, report: VerifyReport) -> None:
         return
     session.setup_device()
     report.device = session.device
+    session.isolate_imports(after, changed)
+    report.notes.extend(session.notes)
     session.choose_command(before)
     if session.command is not None:
         report.test_command = session.command.text
