@@ -233,9 +233,10 @@ def test_nothing_selected_means_nothing_to_verify_and_copies_can_be_kept(project
     assert code == 2 and "unknown codemod" in err
 
 
-def test_an_installed_project_is_imported_from_each_copy_not_from_the_users_tree(tmp_path, monkeypatch) -> None:
-    """Like `pip install -e .`: the user's src/ is on the path. Without care both sides would test
-    the original code and this regression would go unseen."""
+@pytest.mark.parametrize("install", ["editable", "installed"])
+def test_an_installed_project_is_imported_from_each_copy(install, tmp_path, monkeypatch) -> None:
+    """`pip install -e .` puts the user's src/ on the path, `pip install .` a copy of the package in
+    site-packages. Without care both sides would test that code and this regression would go unseen."""
     root = tmp_path / "installed"
     (root / "src" / "mypkg").mkdir(parents=True)
     (root / "tests").mkdir()
@@ -246,9 +247,15 @@ def test_an_installed_project_is_imported_from_each_copy_not_from_the_users_tree
         "def test_keeps_the_legacy_call():\n"
         "    assert 'size_average' in (Path(mypkg.__file__).parent / 'core.py').read_text()\n"
     )
-    monkeypatch.setenv("PYTHONPATH", str(root / "src"))
+    if install == "editable":
+        monkeypatch.setenv("PYTHONPATH", str(root / "src"))
+    else:
+        import shutil
+
+        shutil.copytree(root / "src" / "mypkg", tmp_path / "site" / "mypkg")
+        monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
     code, out, _ = cli("verify", str(root), "--rerun", "0", "--python", sys.executable, "--format", "json")
     data = json.loads(out)
     assert code == 1, out
     assert [t["id"] for t in data["tests"] if t["kind"] == "regression"] == ["tests/test_core.py::test_keeps_the_legacy_call"]
-    assert any("mypkg is installed from your working tree" in n for n in data["notes"])
+    assert any("mypkg would be imported from outside the copies" in n for n in data["notes"])

@@ -302,3 +302,21 @@ def test_fixes_that_only_needed_cuda_are_flagged_on_a_cpu_machine(tmp_path: Path
     import shutil
 
     shutil.rmtree(session.workdir)
+
+
+def test_import_roots_and_installed_copies(tmp_path: Path) -> None:
+    from codemods.verify.imports import import_roots, installed_copy
+
+    (tmp_path / "src" / "pkg" / "sub").mkdir(parents=True)
+    for rel in ("src/pkg/__init__.py", "src/pkg/sub/__init__.py", "src/pkg/sub/m.py", "train.py", "scripts/run-me.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    roots = import_roots(tmp_path, ["src/pkg/sub/m.py", "train.py", "scripts/run-me.py", "README.md"])
+    assert roots == {"pkg": ("src", ("pkg/sub/m.py",)), "train": (".", ("train.py",))}
+    site = tmp_path / "site-packages"
+    (site / "pkg" / "sub").mkdir(parents=True)
+    (site / "pkg" / "__init__.py").write_text("")
+    assert not installed_copy(str(site / "pkg" / "__init__.py"), ["pkg/sub/m.py"])  # another package of that name
+    (site / "pkg" / "sub" / "m.py").write_text("")
+    assert installed_copy(str(site / "pkg" / "__init__.py"), ["pkg/sub/m.py"])
+    assert not installed_copy(str(site / "torch.py"), ["torch.py"])  # single modules are never redirected

@@ -100,12 +100,14 @@ class Session:
         timeout = min(self.options.timeout, 120)
         found = imports.origins(self.device.python, after, self.env_for(after), roots, timeout)
         leaking = sorted(
-            n for n, where in found.items()
-            if imports.inside(where, self.source.root) and not imports.inside(where, self.workdir)
+            n
+            for n, where in found.items()
+            if not imports.inside(where, self.workdir)
+            and (imports.inside(where, self.source.root) or imports.installed_copy(where, roots[n][1]))
         )
         if not leaking:
             return
-        self.pythonpath = sorted({roots[n] for n in leaking})
+        self.pythonpath = sorted({roots[n][0] for n in leaking})
         found = imports.origins(self.device.python, after, self.env_for(after), leaking, timeout)
         still = sorted(n for n, where in found.items() if not imports.inside(where, root))
         if still:
@@ -114,8 +116,8 @@ class Session:
                 "(an editable install that cannot be overridden?); both sides would test the original code"
             )
         self.notes.append(
-            f"{', '.join(leaking)} is installed from your working tree (editable install or PYTHONPATH); "
-            "each copy puts its own folder first on PYTHONPATH so that it tests its own code"
+            f"{', '.join(leaking)} would be imported from outside the copies (an installed or editable "
+            "package, or PYTHONPATH); each copy puts its own folder first on PYTHONPATH to test its own code"
         )
 
     def migration_options(self) -> api.Options:

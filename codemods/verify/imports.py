@@ -33,9 +33,10 @@ print("TORCH_MIGRATE_IMPORTS " + json.dumps(found))
 """
 
 
-def import_roots(root: Path, files: Iterable[str]) -> dict[str, str]:
-    """Top-level import name -> folder it is imported from (relative to `root`), for `files`."""
-    roots: dict[str, str] = {}
+def import_roots(root: Path, files: Iterable[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Top-level import name -> (folder it is imported from, relative to `root`; the files' paths
+    relative to that folder), for the `.py` files among `files`."""
+    roots: dict[str, tuple[str, list[str]]] = {}
     for rel in files:
         path = root / rel
         if path.suffix != ".py":
@@ -44,8 +45,18 @@ def import_roots(root: Path, files: Iterable[str]) -> dict[str, str]:
         while folder != root and (folder / "__init__.py").exists():
             name, folder = folder.name, folder.parent
         if name.isidentifier():
-            roots[name] = folder.relative_to(root).as_posix()
-    return roots
+            entry = roots.setdefault(name, (folder.relative_to(root).as_posix(), []))
+            entry[1].append(path.relative_to(folder).as_posix())
+    return {name: (folder, tuple(sorted(subs))) for name, (folder, subs) in roots.items()}
+
+
+def installed_copy(origin: str | None, subs: Iterable[str]) -> bool:
+    """Whether `origin` (a package's __init__.py elsewhere, e.g. site-packages) is this project's
+    package installed there: it holds the same files the migration changed."""
+    if not origin or Path(origin).name != "__init__.py":
+        return False
+    base = Path(origin).parent.parent
+    return all((base / sub).is_file() for sub in subs)
 
 
 def origins(python: str, cwd: Path, env: dict[str, str], names: Iterable[str], timeout: float) -> dict[str, str | None]:
