@@ -259,3 +259,24 @@ def test_an_installed_project_is_imported_from_each_copy(install, tmp_path, monk
     assert code == 1, out
     assert [t["id"] for t in data["tests"] if t["kind"] == "regression"] == ["tests/test_core.py::test_keeps_the_legacy_call"]
     assert any("mypkg would be imported from outside the copies" in n for n in data["notes"])
+
+
+def test_a_flat_editable_install_is_redirected_for_a_bare_pytest_command(tmp_path, monkeypatch) -> None:
+    """`pytest` (not `python -m pytest`) does not put the working directory on sys.path: a flat
+    project installed in editable mode is then imported from the user's tree unless redirected."""
+    root = tmp_path / "flat"
+    (root / "flatpkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "flatpkg" / "__init__.py").write_text("import torch.nn as nn\n\n\ndef crit():\n    return nn.MSELoss(size_average=False)\n")
+    (root / "tests" / "test_flat.py").write_text(
+        "from pathlib import Path\n\nimport importlib.util\n\n\n"
+        "def test_keeps_the_legacy_call():\n"
+        "    spec = importlib.util.find_spec('flatpkg')\n"
+        "    assert 'size_average' in Path(spec.origin).read_text()\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(root))
+    pytest_exe = str(Path(sys.executable).parent / "pytest")
+    code, out, _ = cli("verify", str(root), "--tests", f"{pytest_exe} -p no:cacheprovider", "--rerun", "0", "--format", "json")
+    data = json.loads(out)
+    assert code == 1, out
+    assert [t["id"] for t in data["tests"] if t["kind"] == "regression"] == ["tests/test_flat.py::test_keeps_the_legacy_call"]

@@ -16,7 +16,10 @@ from typing import Iterable
 from codemods.verify import execute
 
 _WHERE = r"""
-import importlib.util, json, sys
+import importlib.util, json, os, sys
+# Without the working directory: `pytest` (unlike `python -m pytest`) does not put it on the path.
+if sys.path and sys.path[0] in ("", ".", os.getcwd()):
+    del sys.path[0]
 found = {}
 for name in sys.argv[1:]:
     try:
