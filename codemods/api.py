@@ -66,7 +66,7 @@ def _facts(files: Iterable[Path], specs: Sequence[registry.Spec]) -> RepoFacts:
                 text = decode(path.read_bytes()).text
             except (OSError, SourceError):
                 continue
-            if "class " in text or "DataParallel" in text:
+            if "class " in text or "DataParallel" in text or "DataLoader" in text:
                 yield str(path), text
 
     return collect_facts(sources())

@@ -13,6 +13,7 @@ from typing import Callable
 import click
 
 from codemods import __version__
+from codemods.doctor_cli import doctor
 
 FORMATS = ("text", "json", "sarif")
 
@@ -288,18 +289,21 @@ def batch(manifest, jobs, dask_scheduler, workdir, resume, no_verify, allow_regr
     sys.exit(outcome.exit_code)
 
 
+main.add_command(doctor)
+
+
 @main.command("list")
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 def list_(fmt: str) -> None:
     """The pipeline, in the order it runs: code, name, safety, summary."""
-    from codemods.registry import PIPELINE
+    from codemods.registry import all_specs
 
     if fmt == "json":
-        rows = [{"code": s.code, "name": s.name, "safety": s.safety.value, "summary": s.summary} for s in PIPELINE]
+        rows = [{"code": s.code, "name": s.name, "safety": s.kind, "summary": s.summary} for s in all_specs()]
         click.echo(json.dumps(rows, indent=2))
         return
-    for spec in PIPELINE:
-        click.echo(f"{spec.code}  {spec.name:<24} {spec.safety.value:<7} {spec.summary}")
+    for spec in all_specs():
+        click.echo(f"{spec.code}  {spec.name:<26} {spec.kind:<7} {spec.summary}")
 
 
 @main.command()
@@ -314,7 +318,7 @@ def explain(code: str) -> None:
         spec = registry.get(code)
     except registry.SelectionError as exc:
         raise click.UsageError(str(exc)) from None
-    click.echo(f"{spec.code} {spec.name} ({spec.safety.value})\n")
+    click.echo(f"{spec.code} {spec.name} ({spec.kind})\n")
     click.echo(inspect.cleandoc(spec.doc))
 
 

@@ -9,7 +9,19 @@ from functools import cached_property
 from typing import Iterable
 
 from codemods.helpers.codemod import MigrationCodemod
-from codemods.transforms import loss_reduction
+from codemods.transforms import (
+    cuda_to_device,
+    dataparallel_to_ddp,
+    empty_cache_without_del,
+    explicit_cuda_index,
+    h5py_lazy_open,
+    load_map_location,
+    loss_accumulation,
+    loss_reduction,
+    missing_detach,
+    softmax_without_dim,
+    state_dict_prefix,
+)
 
 
 class Safety(str, enum.Enum):
@@ -39,15 +51,62 @@ class Spec:
     def doc(self) -> str:
         return self.codemod.__doc__ or ""
 
+    @property
+    def kind(self) -> str:
+        """What `list` shows: the safety of a codemod, or "finding" for a TM9xx check (by policy,
+        TM9xx codes rewrite nothing)."""
+        return "finding" if self.code.startswith("TM9") else self.safety.value
+
     def fires_on(self, text: str) -> bool:
         return self.trigger.search(text) is not None
 
 
 PIPELINE: tuple[Spec, ...] = (
     Spec("TM001", "loss-reduction", loss_reduction.LossReduction, Safety.SAFE, loss_reduction.triggers()),
+    Spec("TM101", "cuda-to-device", cuda_to_device.CudaToDevice, Safety.SAFE, cuda_to_device.triggers()),
+    # after TM101: reuses the `device` TM101 defined (or defines it the same way)
+    Spec("TM102", "load-map-location", load_map_location.LoadMapLocation, Safety.REVIEW, load_map_location.triggers()),
+    # after TM101/TM102: their `.to(device)` is what TM103 moves inside the wrap; DDP must see the
+    # model on its device before wrapping.
+    Spec(
+        "TM103",
+        "dataparallel-to-ddp",
+        dataparallel_to_ddp.DataParallelToDDP,
+        Safety.REVIEW,
+        dataparallel_to_ddp.triggers(),
+    ),
+    # after TM103: it recognises TM103's `ddp_wrap(...)` as a wrapped model, and reuses its helpers.
+    Spec(
+        "TM104",
+        "state-dict-prefix",
+        state_dict_prefix.StateDictPrefix,
+        Safety.SAFE,
+        state_dict_prefix.triggers(),
+    ),
+    # TM2xx after the TM1xx codemods: they rewrite `.cuda()`/`torch.load` inside datasets first,
+    # and TM201 then moves whole statements (the open) without having to know about devices.
+    Spec("TM201", "h5py-lazy-open", h5py_lazy_open.H5pyLazyOpen, Safety.REVIEW, h5py_lazy_open.triggers()),
+    # After TM003: `total += loss.data[0]` is already `loss.item()` there, and TM002 has removed
+    # `Variable(...)` wrappers that would hide a loss call from TM202.
+    Spec("TM202", "loss-accumulation", loss_accumulation.LossAccumulation, Safety.UNSAFE, loss_accumulation.triggers()),
 )
 
-_BY_KEY = {**{s.code: s for s in PIPELINE}, **{s.name: s for s in PIPELINE}}
+# Findings-only checks (TM9xx): they rewrite nothing. They run before the codemods, so that their
+# line numbers point into the file as its author wrote it (a codemod may add lines, e.g. TM101's
+# `device = ...`). Kept out of PIPELINE, whose every entry rewrites something, but selected,
+# listed and explained like the codemods.
+CHECKS: tuple[Spec, ...] = (
+    Spec("TM901", "missing-detach", missing_detach.MissingDetach, Safety.SAFE, missing_detach.triggers()),
+    Spec("TM902", "empty-cache-without-del", empty_cache_without_del.EmptyCacheWithoutDel, Safety.SAFE, empty_cache_without_del.triggers()),
+    Spec("TM903", "softmax-without-dim", softmax_without_dim.SoftmaxWithoutDim, Safety.SAFE, softmax_without_dim.triggers()),
+    Spec("TM904", "explicit-cuda-index", explicit_cuda_index.ExplicitCudaIndex, Safety.SAFE, explicit_cuda_index.triggers()),
+)
+
+
+
+def all_specs() -> tuple[Spec, ...]:
+    """Everything `run` can apply, in run order: the findings-only checks, then the codemods."""
+    return CHECKS + PIPELINE
 
 
 class SelectionError(ValueError):
@@ -56,10 +115,11 @@ class SelectionError(ValueError):
 
 def get(key: str) -> Spec:
     """A spec by code (`TM001`) or name (`loss-reduction`)."""
-    try:
-        return _BY_KEY[key.strip().upper() if key.strip().upper() in _BY_KEY else key.strip()]
-    except KeyError:
-        raise SelectionError(f"unknown codemod {key!r}; `torch-migrate list` shows them") from None
+    wanted = key.strip()
+    for spec in all_specs():
+        if spec.code == wanted.upper() or spec.name == wanted:
+            return spec
+    raise SelectionError(f"unknown codemod {key!r}; `torch-migrate list` shows them")
 
 
 def _matching(keys: Iterable[str]) -> set[str]:
@@ -69,9 +129,9 @@ def _matching(keys: Iterable[str]) -> set[str]:
         if not key:
             continue
         upper = key.upper()
-        hits = {s.code for s in PIPELINE if s.code.startswith(upper) or s.name == key}
+        hits = {s.code for s in all_specs() if s.code.startswith(upper) or s.name == key}
         if upper == "ALL":
-            hits = {s.code for s in PIPELINE}
+            hits = {s.code for s in all_specs()}
         if not hits:
             raise SelectionError(f"unknown codemod or prefix {key!r}; `torch-migrate list` shows them")
         codes |= hits
@@ -83,14 +143,14 @@ def select(
     ignore: Iterable[str] | None = None,
     unsafe: bool = False,
 ) -> tuple[Spec, ...]:
-    """The specs to run, in PIPELINE order. Codes, names and prefixes (`TM1`) are accepted.
+    """The specs to run, in run order (`all_specs()`). Codes, names and prefixes (`TM1`) are accepted.
 
     Unsafe codemods run only with `unsafe=True`, even when selected by name.
     """
-    chosen = _matching(select) if select else {s.code for s in PIPELINE}
+    chosen = _matching(select) if select else {s.code for s in all_specs()}
     dropped = _matching(ignore) if ignore else set()
     return tuple(
         s
-        for s in PIPELINE
+        for s in all_specs()
         if s.code in chosen and s.code not in dropped and (unsafe or s.safety is not Safety.UNSAFE)
     )

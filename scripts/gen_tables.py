@@ -53,7 +53,19 @@ def losses() -> dict:
     return table
 
 
-TABLES = {"losses.json": losses}
+def legacy_tensor_types() -> dict:
+    """`torch.cuda.FloatTensor` & co. -> the dtype name (`float32`) their instances have."""
+    import torch
+
+    table = {}
+    for name in sorted(dir(torch.cuda)):
+        obj = getattr(torch.cuda, name)
+        if name.endswith("Tensor") and inspect.isclass(obj) and isinstance(getattr(obj, "dtype", None), torch.dtype):
+            table[name] = str(obj.dtype).replace("torch.", "")
+    return table
+
+
+TABLES = {"losses.json": losses, "legacy_tensor_types.json": legacy_tensor_types}
 
 
 def render(build) -> str:

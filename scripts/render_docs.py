@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from codemods.registry import PIPELINE  # noqa: E402
+from codemods.registry import all_specs  # noqa: E402
 
 README = ROOT / "README.md"
 START, END = "<!-- codemods:start -->", "<!-- codemods:end -->"
@@ -21,9 +21,9 @@ START, END = "<!-- codemods:start -->", "<!-- codemods:end -->"
 
 def table() -> str:
     rows = ["| code | name | safety | what it does |", "|---|---|---|---|"]
-    for spec in PIPELINE:
+    for spec in all_specs():
         summary = spec.summary.replace("|", "\\|")
-        rows.append(f"| {spec.code} | `{spec.name}` | {spec.safety.value} | {summary} |")
+        rows.append(f"| {spec.code} | `{spec.name}` | {spec.kind} | {summary} |")
     return "\n".join(rows)
 
 

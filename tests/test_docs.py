@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from codemods.registry import PIPELINE
+from codemods.registry import all_specs
 from tests.conftest import ROOT
 
 
@@ -15,7 +15,7 @@ def test_readme_table_is_current() -> None:
 
 
 def test_every_codemod_documents_the_ruff_sections() -> None:
-    for spec in PIPELINE:
+    for spec in all_specs():
         for section in ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References"):
             assert f"## {section}" in spec.doc, f"{spec.code} lacks '## {section}'"
         assert spec.summary, f"{spec.code} lacks a DESCRIPTION"

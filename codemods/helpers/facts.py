@@ -14,6 +14,7 @@ from typing import Iterable
 # Bases that make a class an nn.Module / a Dataset, by their imported dotted name.
 _MODULE_ROOTS = ("torch.nn.", "torch.nn.Module")
 _DATASET_ROOTS = ("torch.utils.data.Dataset", "torch.utils.data.dataset.", "torch.utils.data.IterableDataset")
+DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,12 @@ class RepoFacts:
     """Names of classes that subclass `torch.utils.data.Dataset`, directly or not."""
     dataparallel_files: frozenset[str] = field(default_factory=frozenset)
     """Files (as given to the codemods) that wrap a model in DataParallel/DDP."""
+    loader_classes: frozenset[str] = field(default_factory=frozenset)
+    """Names of classes whose instances are handed to a `DataLoader` (directly or through a
+    variable assigned in the same file), whatever their bases."""
+    wrapped_attributes: frozenset[str] = field(default_factory=frozenset)
+    """Attribute names `x` of `self.x = DataParallel(...)`/DDP anywhere in the repo (a trainer's
+    `self.model` is often wrapped in one file and saved in another)."""
 
 
 def _imports(tree: ast.Module) -> dict[str, str]:
@@ -64,12 +71,16 @@ def collect_facts(sources: Iterable[tuple[str, str]]) -> RepoFacts:
     """Facts from `(path, text)` pairs; files that do not parse are simply skipped here."""
     bases: dict[str, set[str]] = {}
     parallel: set[str] = set()
+    loaded: set[str] = set()
+    attributes: set[str] = set()
     for path, text in sources:
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             continue
         aliases = _imports(tree)
+        if "DataLoader" in text:
+            loaded |= _loader_classes(tree, aliases)
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 names = bases.setdefault(node.name, set())
@@ -81,11 +92,62 @@ def collect_facts(sources: Iterable[tuple[str, str]]) -> RepoFacts:
                 d = _dotted(node.func)
                 if d and _resolve(d, aliases).rsplit(".", 1)[-1] in {"DataParallel", "DistributedDataParallel"}:
                     parallel.add(path)
+        if path in parallel:
+            attributes |= _wrapped_attributes(tree, aliases)
     return RepoFacts(
         module_classes=frozenset(_closure(bases, lambda b: b.startswith(_MODULE_ROOTS) and not _is_dataset(b))),
         dataset_classes=frozenset(_closure(bases, _is_dataset)),
         dataparallel_files=frozenset(parallel),
+        loader_classes=frozenset(loaded),
+        wrapped_attributes=frozenset(attributes),
     )
+
+
+def _loader_classes(tree: ast.Module, aliases: dict[str, str]) -> set[str]:
+    """`DataLoader(C(...))`, `DataLoader(dataset=C(...))`, or `ds = C(...)` ... `DataLoader(ds)`."""
+    made_by: dict[str, set[str]] = {}
+    given: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    made_by.setdefault(target.id, set()).add(node.value.func.id)
+        elif isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            if name is None or _resolve(name, aliases) not in DATALOADERS:
+                continue
+            if node.args and not isinstance(node.args[0], ast.Starred):
+                given.append(node.args[0])
+            given.extend(k.value for k in node.keywords if k.arg == "dataset")
+    names: set[str] = set()
+    for expr in given:
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
+            names.add(expr.func.id)
+        elif isinstance(expr, ast.Name):
+            names |= made_by.get(expr.id, set())
+    return names
+
+
+def is_dataset_base(qualified: str) -> bool:
+    """Whether a base class's qualified name makes a class a torch Dataset."""
+    return _is_dataset(qualified)
+
+
+def _wrapped_attributes(tree: ast.Module, aliases: dict[str, str]) -> set[str]:
+    found = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
+            continue
+        call = node.value
+        if isinstance(call.func, ast.Attribute) and call.func.attr in {"cuda", "to"} and isinstance(call.func.value, ast.Call):
+            call = call.func.value
+        d = _dotted(call.func)
+        if not d or _resolve(d, aliases).rsplit(".", 1)[-1] not in {"DataParallel", "DistributedDataParallel"}:
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                found.add(target.attr)
+    return found
 
 
 def _is_dataset(base: str) -> bool:

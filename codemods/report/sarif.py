@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codemods import __version__
-from codemods.registry import PIPELINE, Spec
+from codemods.registry import Spec, all_specs
 from codemods.results import Report
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -19,7 +19,7 @@ def _rule(spec: Spec) -> dict:
         "shortDescription": {"text": spec.summary},
         "fullDescription": {"text": spec.doc.strip().splitlines()[0] if spec.doc.strip() else spec.summary},
         "help": {"text": spec.doc.strip() or spec.summary},
-        "properties": {"safety": spec.safety.value},
+        "properties": {"safety": spec.kind},
     }
 
 
@@ -31,7 +31,7 @@ def _location(path: str, line: int = 0, column: int = 0) -> dict:
 
 
 def render(report: Report) -> dict:
-    index = {spec.code: i for i, spec in enumerate(PIPELINE)}
+    index = {spec.code: i for i, spec in enumerate(all_specs())}
     results = []
     for finding in report.findings:
         message = finding.message + (f" Suggested: {finding.suggestion}" if finding.suggestion else "")
@@ -76,7 +76,7 @@ def render(report: Report) -> dict:
                         "name": "torch-migrate",
                         "version": __version__,
                         "informationUri": INFO_URI,
-                        "rules": [_rule(spec) for spec in PIPELINE],
+                        "rules": [_rule(spec) for spec in all_specs()],
                     }
                 },
                 "invocations": [

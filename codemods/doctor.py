@@ -1,0 +1,381 @@
+"""`torch-migrate doctor`: the environment and the repository's operational pitfalls.
+
+Pure functions returning a `DoctorReport` (checks with a status, a plain-language message and the
+fix); the click command in `doctor_cli.py` only renders it. What the machine says (`probe_torch`,
+`shm_bytes`) is passed in, so tests can simulate Docker's 64 MB `/dev/shm` or a CUDA machine.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+OK, INFO, WARN, FAIL = "ok", "info", "warn", "fail"
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+MIN_TORCH = (2, 3)  # torch.amp.GradScaler("cuda") and friends, which the codemods write
+SHM_FAIL = 512 * MiB  # below this, worker processes die on ordinary batches (Docker's default: 64 MB)
+SHM_PER_WORKER = 256 * MiB
+SKIP_DIRS = {".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env", "node_modules", "__pycache__", "site-packages", "build", "dist"}
+SHM_FIX = (
+    "give the container more shared memory: `docker run --shm-size=8g ...` (or `--ipc=host`); "
+    "in docker-compose: `shm_size: \"8gb\"` (or `ipc: host`) on the service; or set num_workers=0"
+)
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str  # ok | info | warn | fail
+    message: str
+    fix: str | None = None
+    where: tuple[str, ...] = ()
+    """`path:line` locations the check is about."""
+
+
+@dataclass(frozen=True)
+class TorchInfo:
+    installed: bool
+    version: str | None = None
+    cuda_available: bool = False
+    cuda_version: str | None = None
+    devices: tuple[str, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    path: str
+    checks: tuple[Check, ...]
+
+    @property
+    def problems(self) -> tuple[Check, ...]:
+        return tuple(c for c in self.checks if c.status in (WARN, FAIL))
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.problems else 0
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "exit_code": self.exit_code, "checks": [asdict(c) for c in self.checks]}
+
+
+# -- the machine -----------------------------------------------------------------------------------
+
+
+def probe_torch() -> TorchInfo:
+    """What the torch importable here says about itself (imported lazily: it is slow)."""
+    try:
+        import torch
+    except Exception as exc:  # ImportError, or a broken install raising anything
+        return TorchInfo(installed=False, error=f"{type(exc).__name__}: {exc}")
+    try:
+        available = bool(torch.cuda.is_available())
+        devices = tuple(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())) if available else ()
+    except Exception as exc:
+        return TorchInfo(True, torch.__version__, error=f"CUDA probe failed: {exc}")
+    return TorchInfo(True, str(torch.__version__), available, torch.version.cuda, devices)
+
+
+def shm_bytes(path: str = "/dev/shm") -> int | None:
+    """Size of the shared-memory filesystem DataLoader workers pass batches through (None: absent)."""
+    try:
+        stat = os.statvfs(path)
+    except (OSError, AttributeError):
+        return None
+    return stat.f_frsize * stat.f_blocks
+
+
+# -- the repository --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkerUse:
+    largest: int = 0
+    """The largest literal `num_workers=` of a DataLoader (0: none)."""
+    dynamic: tuple[str, ...] = ()
+    """Locations whose `num_workers=` is not a literal (set at run time)."""
+    where: tuple[str, ...] = ()
+    """Locations of every DataLoader with workers (literal > 0 or dynamic)."""
+
+    @property
+    def uses_workers(self) -> bool:
+        return self.largest > 0 or bool(self.dynamic)
+
+
+@dataclass(frozen=True)
+class DockerLaunch:
+    where: str
+    command: str
+    kind: str  # "run" (a `docker run` command line) | "compose" (a docker-compose service)
+    has_shm: bool
+
+
+def _files(root: Path) -> Iterator[Path]:
+    if root.is_file():
+        yield root
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        for name in sorted(filenames):
+            yield Path(dirpath) / name
+
+
+def _read(path: Path) -> str | None:
+    try:
+        if path.stat().st_size > 2_000_000:
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root if root.is_dir() else root.parent))
+    except ValueError:
+        return str(path)
+
+
+def _dotted(node: ast.expr) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def scan_workers(root: Path) -> WorkerUse:
+    """Every `DataLoader(..., num_workers=N)` in the repository's Python files."""
+    largest, dynamic, where = 0, [], []
+    for path in _files(root):
+        if path.suffix != ".py":
+            continue
+        text = _read(path)
+        if not text or "num_workers" not in text:
+            continue
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and _dotted(node.func).rsplit(".", 1)[-1] == "DataLoader"):
+                continue
+            for keyword in node.keywords:
+                if keyword.arg != "num_workers":
+                    continue
+                at = f"{_relative(path, root)}:{node.lineno}"
+                value = keyword.value
+                if isinstance(value, ast.Constant) and isinstance(value.value, int):
+                    if value.value > 0:
+                        largest = max(largest, value.value)
+                        where.append(at)
+                else:
+                    dynamic.append(at)
+                    where.append(at)
+    return WorkerUse(largest, tuple(dynamic), tuple(where))
+
+
+_DOCKER_RUN = re.compile(r"\b(?:nvidia-docker|docker|podman)\s+(?:container\s+)?run\b")
+_SHM_FLAG = re.compile(r"--shm-size\b|--ipc[= ]+host\b")
+_LAUNCH_FILES = re.compile(r"(?i)(\.(sh|bash|zsh|mk|md|rst|txt|yml|yaml|cfg|toml|ini)$|^makefile$|^dockerfile|^justfile$|^procfile$)")
+_COMPOSE_FILES = re.compile(r"(?i)^(docker-)?compose[\w.-]*\.ya?ml$")
+
+
+def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
+    """Lines with backslash continuations joined, numbered by their first physical line."""
+    start, parts = None, []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if start is None:
+            start = number
+        stripped = line.rstrip()
+        if stripped.endswith("\\"):
+            parts.append(stripped[:-1])
+            continue
+        parts.append(stripped)
+        yield start, " ".join(parts)
+        start, parts = None, []
+    if parts and start is not None:
+        yield start, " ".join(parts)
+
+
+def _compose_services(text: str) -> Iterator[tuple[int, str, str]]:
+    """(line, service name, its block) for each service under a top-level `services:` key."""
+    lines = text.splitlines()
+    in_services, indent, current = False, None, None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            if current:
+                current[2].append(line)
+            continue
+        depth = len(line) - len(line.lstrip())
+        if depth == 0:
+            if current:
+                yield current[0], current[1], "\n".join(current[2])
+                current = None
+            in_services = line.rstrip().startswith("services:")
+            indent = None
+            continue
+        if not in_services:
+            continue
+        if indent is None:
+            indent = depth
+        if depth == indent and line.strip().endswith(":"):
+            if current:
+                yield current[0], current[1], "\n".join(current[2])
+            current = (number, line.strip()[:-1].strip("'\""), [])
+        elif current:
+            current[2].append(line)
+    if current:
+        yield current[0], current[1], "\n".join(current[2])
+
+
+_COMPOSE_SHM = re.compile(r"^\s*(shm_size\s*:|ipc\s*:\s*['\"]?host\b)", re.MULTILINE)
+
+
+def scan_docker(root: Path) -> tuple[DockerLaunch, ...]:
+    """`docker run` command lines (scripts, Makefiles, READMEs, CI files) and compose services."""
+    found = []
+    for path in _files(root):
+        compose = bool(_COMPOSE_FILES.match(path.name))
+        if not compose and not _LAUNCH_FILES.search(path.name):
+            continue
+        text = _read(path)
+        if not text:
+            continue
+        rel = _relative(path, root)
+        if compose:
+            for line, service, block in _compose_services(text):
+                found.append(DockerLaunch(f"{rel}:{line}", f"service {service}", "compose", bool(_COMPOSE_SHM.search(block))))
+        if "run" not in text:
+            continue
+        for line, logical in _logical_lines(text):
+            match = _DOCKER_RUN.search(logical)
+            if match:
+                command = " ".join(logical[match.start() :].split())
+                found.append(DockerLaunch(f"{rel}:{line}", command, "run", bool(_SHM_FLAG.search(command))))
+    return tuple(found)
+
+
+# -- the diagnosis ---------------------------------------------------------------------------------
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    numbers = re.findall(r"\d+", version.split("+")[0])[:2]
+    return tuple(int(n) for n in numbers)
+
+
+def check_torch(info: TorchInfo) -> Check:
+    if not info.installed:
+        return Check("torch", FAIL, f"torch is not importable here ({info.error})", "pip install torch")
+    if _version_tuple(info.version or "0") < MIN_TORCH:
+        wanted = ".".join(map(str, MIN_TORCH))
+        return Check(
+            "torch",
+            WARN,
+            f"torch {info.version} is older than {wanted}: migrated code uses newer APIs (torch.amp, set_default_device)",
+            f"pip install 'torch>={wanted}'",
+        )
+    return Check("torch", OK, f"torch {info.version}")
+
+
+def check_cuda(info: TorchInfo) -> Check:
+    if not info.installed:
+        return Check("cuda", INFO, "CUDA not checked: torch is not importable")
+    if info.error:
+        return Check("cuda", WARN, info.error, "check the NVIDIA driver (`nvidia-smi`) and that torch was built for it")
+    if not info.cuda_available:
+        return Check(
+            "cuda",
+            INFO,
+            "no CUDA device: code runs on the CPU (after TM101/TM102, `.cuda()`-only code does too)",
+        )
+    names = ", ".join(info.devices) or "unnamed"
+    return Check("cuda", OK, f"CUDA {info.cuda_version}: {len(info.devices)} device(s): {names}")
+
+
+def check_shm(shm: int | None, workers: WorkerUse) -> Check:
+    if not workers.uses_workers:
+        return Check("shm", OK, "no DataLoader uses worker processes (num_workers=0): /dev/shm does not matter")
+    count = f"up to {workers.largest}" if workers.largest else "a number set at run time"
+    if workers.largest and workers.dynamic:
+        count += ", some set at run time"
+    if shm is None:
+        return Check("shm", INFO, f"DataLoader workers ({count}) but no /dev/shm here to check", where=workers.where)
+    size = f"{shm / MiB:.0f} MiB"
+    needed = max(SHM_FAIL, SHM_PER_WORKER * max(workers.largest, 1))
+    explain = (
+        f"/dev/shm is {size} and DataLoader workers ({count}) pass every batch through it; when it fills, "
+        "workers die with \"Bus error\" / \"DataLoader worker ... is killed by signal\""
+    )
+    if shm < SHM_FAIL:
+        return Check("shm", FAIL, explain + " (Docker's default is 64 MB)", SHM_FIX, workers.where)
+    if shm < needed:
+        return Check("shm", WARN, explain + f"; about {needed / GiB:.1f} GiB is safer", SHM_FIX, workers.where)
+    return Check("shm", OK, f"/dev/shm is {size}: enough for DataLoader workers ({count})", where=workers.where)
+
+
+def check_docker(launches: tuple[DockerLaunch, ...], workers: WorkerUse) -> Check:
+    if not launches:
+        return Check("docker", OK, "no `docker run` lines or docker-compose services found")
+    bare = [l for l in launches if not l.has_shm]
+    if not bare:
+        return Check("docker", OK, f"{len(launches)} container launch(es), all with --shm-size/--ipc=host")
+    where = tuple(l.where for l in bare)
+    listed = "; ".join(f"{l.where} ({l.command[:60]})" for l in bare)
+    if not workers.uses_workers:
+        return Check(
+            "docker",
+            INFO,
+            f"container launches without --shm-size/--ipc=host ({listed}); fine while no DataLoader uses workers",
+            where=where,
+        )
+    return Check(
+        "docker",
+        FAIL,
+        f"container launches without --shm-size/--ipc=host while DataLoaders use worker processes: {listed}. "
+        "Docker gives containers 64 MB of /dev/shm, which workers exhaust (\"Bus error\")",
+        SHM_FIX,
+        where,
+    )
+
+
+def diagnose(
+    path: str | Path = ".",
+    *,
+    probe: Callable[[], TorchInfo] = probe_torch,
+    shm: Callable[[], int | None] = shm_bytes,
+) -> DoctorReport:
+    """Every check, for the machine this runs on and the repository at `path`."""
+    root = Path(path)
+    info = probe()
+    workers = scan_workers(root)
+    checks = (
+        check_torch(info),
+        check_cuda(info),
+        check_shm(shm(), workers),
+        check_docker(scan_docker(root), workers),
+    )
+    return DoctorReport(str(root), checks)
+
+
+_LABELS = {OK: "ok  ", INFO: "info", WARN: "WARN", FAIL: "FAIL"}
+
+
+def render_text(report: DoctorReport) -> str:
+    lines = [f"torch-migrate doctor: {report.path}"]
+    for check in report.checks:
+        lines.append(f"  [{_LABELS[check.status]}] {check.name}: {check.message}")
+        if check.where and check.status != OK:
+            lines.append(f"         where: {', '.join(check.where)}")
+        if check.fix and check.status in (WARN, FAIL):
+            lines.append(f"         fix: {check.fix}")
+    problems = len(report.problems)
+    lines.append("no problems found" if not problems else f"{problems} problem(s) found")
+    return "\n".join(lines)

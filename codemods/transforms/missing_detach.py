@@ -1,0 +1,285 @@
+"""TM901: one model's output feeds the loss of another model's optimizer without `.detach()`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers.names import dotted
+
+# Calls and attributes that cut the autograd graph.
+_CUTS = {"detach", "detach_", "item", "tolist", "numpy", "data"}
+# Calls that mark their receiver as a model.
+_MODEL_METHODS = {"parameters", "named_parameters", "state_dict", "load_state_dict", "train", "eval", "zero_grad"}
+
+
+def triggers() -> tuple[str, ...]:
+    return (r"\.backward\s*\(",)
+
+
+@dataclass
+class _Assignment:
+    line: int
+    value: cst.BaseExpression
+    no_grad: bool
+
+
+@dataclass
+class _Body:
+    """What one function (or the module) does, in source order."""
+
+    assignments: dict[str, list[_Assignment]] = field(default_factory=dict)
+    backwards: list[tuple[int, cst.BaseExpression]] = field(default_factory=list)
+    steps: list[tuple[int, str]] = field(default_factory=list)
+
+
+class _Facts(cst.CSTVisitor):
+    """Models, optimizers (and the models they update), frozen models, and each body's statements."""
+
+    def __init__(self, codemod: MissingDetach) -> None:
+        self.codemod = codemod
+        self.models: set[str] = set()
+        self.optimizers: dict[str, set[str]] = {}
+        self.frozen: set[str] = set()
+        self.bodies: list[_Body] = [_Body()]
+        self.done: list[_Body] = []
+        self.no_grad = 0
+
+    @property
+    def body(self) -> _Body:
+        return self.bodies[-1]
+
+    def line(self, node: cst.CSTNode) -> int:
+        return self.codemod.lines(node)[0]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.bodies.append(_Body())
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.done.append(self.bodies.pop())
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        self.done.append(self.bodies.pop())
+
+    def visit_With(self, node: cst.With) -> None:
+        if any(self.codemod.qualified_name(_callee(i.item)) in _NO_GRAD for i in node.items):
+            self.no_grad += 1
+
+    def leave_With(self, original_node: cst.With) -> None:
+        if any(self.codemod.qualified_name(_callee(i.item)) in _NO_GRAD for i in original_node.items):
+            self.no_grad -= 1
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            names = [target.target] if not isinstance(target.target, (cst.Tuple, cst.List)) else [
+                e.value for e in target.target.elements
+            ]
+            for t in names:
+                name = dotted(t)
+                if name is None:
+                    continue
+                self.body.assignments.setdefault(name, []).append(_Assignment(self.line(node), node.value, self.no_grad > 0))
+                if self.codemod.is_model_value(node.value):
+                    self.models.add(name)
+                optimized = self._optimized(node.value)
+                if optimized:
+                    self.optimizers[name] = optimized
+
+    def _optimized(self, value: cst.BaseExpression) -> set[str]:
+        if not isinstance(value, cst.Call):
+            return set()
+        name = self.codemod.qualified_name(value.func) or ""
+        if not name.startswith("torch.optim.") or name.startswith("torch.optim.lr_scheduler."):
+            return set()
+        found: set[str] = set()
+        for call in _calls(value):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("parameters", "named_parameters"):
+                receiver = dotted(func.value)
+                if receiver:
+                    found.add(receiver)
+        return found
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        receiver = dotted(func.value)
+        method = func.attr.value
+        if receiver and method in _MODEL_METHODS:
+            self.models.add(receiver)
+        if receiver and method == "requires_grad_" and node.args and _is_false(node.args[0].value):
+            self.frozen.add(receiver)
+        if method == "backward":
+            loss = func.value
+            if isinstance(loss, cst.Call) and isinstance(loss.func, cst.Attribute) and loss.func.attr.value == "scale":
+                loss = loss.args[0].value if loss.args else loss  # scaler.scale(loss).backward()
+            self.body.backwards.append((self.line(node), loss))
+        elif method == "step":
+            if receiver in self.optimizers or not node.args:
+                if receiver:
+                    self.body.steps.append((self.line(node), receiver))
+            if node.args:  # scaler.step(optimizer)
+                optimizer = dotted(node.args[0].value)
+                if optimizer:
+                    self.body.steps.append((self.line(node), optimizer))
+
+    def visit_For(self, node: cst.For) -> None:
+        # for p in model.parameters(): p.requires_grad = False
+        it = node.iter
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value == "parameters":
+            model = dotted(it.func.value)
+            text = cst.Module(body=[]).code_for_node(node.body).replace(" ", "")
+            if model and "requires_grad=False" in text:
+                self.frozen.add(model)
+
+
+_NO_GRAD = {"torch.no_grad", "torch.inference_mode"}
+
+
+def _callee(expr: cst.BaseExpression) -> cst.BaseExpression:
+    return expr.func if isinstance(expr, cst.Call) else expr
+
+
+def _is_false(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "False"
+
+
+def _calls(node: cst.CSTNode):
+    if isinstance(node, cst.Call):
+        yield node
+    for child in node.children:
+        yield from _calls(child)
+
+
+@dataclass
+class _Flow:
+    trainable: bool = False
+    offenders: list[tuple[cst.Call, str]] = field(default_factory=list)
+
+    def __or__(self, other: _Flow) -> _Flow:
+        return _Flow(self.trainable or other.trainable, self.offenders + other.offenders)
+
+
+class MissingDetach(MigrationCodemod):
+    """Report one model's output feeding another model's loss without `.detach()` (GAN, distillation).
+
+    ## What it does
+    For each `loss.backward()` followed by `optimizer.step()`, follows `loss` back through the
+    assignments before it. A model whose parameters that optimizer does not update, called on
+    inputs that no updated model produced, and whose output reaches `loss` without `.detach()` (or
+    `torch.no_grad()`) is reported: the generator's output in a discriminator step, the teacher's
+    output in distillation. The generator step of a GAN (gradients must flow *through* the
+    discriminator into the generator) is not reported.
+
+    ## Why is this bad?
+    `backward()` runs through the other model too: wasted time and memory, and its gradients pile
+    up in its parameters and leak into its next update (unless something zeroes them first). With
+    a shared `fake` in a GAN it can also raise "Trying to backward through the graph a second time".
+
+    ## Example
+    ```python
+    fake = G(z)
+    loss_d = bce(D(real), ones) + bce(D(fake), zeros)
+    loss_d.backward()
+    opt_d.step()
+    ```
+
+    ## Use instead
+    ```python
+    fake = G(z)
+    loss_d = bce(D(real), ones) + bce(D(fake.detach()), zeros)
+    loss_d.backward()
+    opt_d.step()
+    ```
+
+    ## Fix safety
+    Findings only; the right place to detach is the author's choice. Models are names whose
+    `.parameters()`/`.eval()`/`.state_dict()` are used or that are bound to a model class;
+    a model frozen with `requires_grad_(False)` (or a `requires_grad = False` loop) is not reported.
+
+    ## References
+    - https://pytorch.org/tutorials/beginner/dcgan_faces_tutorial.html (training loop, `fake.detach()`)
+    - https://pytorch.org/docs/stable/notes/autograd.html
+    """
+
+    CODE = "TM901"
+    SAFETY = "safe"
+    USES_REPO_FACTS = True
+    DESCRIPTION = "finding: a model's output feeds another model's loss without .detach() (GAN, teacher-student)"
+
+    def is_model_value(self, value: cst.BaseExpression) -> bool:
+        if not isinstance(value, cst.Call):
+            return False
+        func = value.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to", "eval", "train"):
+            return self.is_model_value(func.value)
+        qualified = self.qualified_name(func) or ""
+        if qualified.startswith("torchvision.models."):
+            return True
+        name = dotted(func)
+        return bool(name) and name.rsplit(".", 1)[-1] in self.file.facts.module_classes
+
+    def visit_Module(self, node: cst.Module) -> bool:
+        facts = _Facts(self)
+        node.visit(facts)
+        reported: set[int] = set()
+        for body in facts.done:
+            for line, loss in body.backwards:
+                step = next(((l, o) for l, o in sorted(body.steps) if l > line and o in facts.optimizers), None)
+                if step is None:
+                    continue
+                updated = facts.optimizers[step[1]]
+                flow = self._flow(loss, line, body, facts, updated, 0)
+                if not flow.trainable:
+                    continue
+                for call, model in flow.offenders:
+                    if id(call) in reported:
+                        continue
+                    reported.add(id(call))
+                    self.finding(
+                        call,
+                        f"`{model}`'s output reaches the loss that `{step[1]}.step()` (line {step[0]}) updates, "
+                        f"without `.detach()`: backward() also runs through `{model}` and fills its gradients",
+                        suggestion=f"use `{self.code_for(call)}.detach()` in this loss (or compute it under torch.no_grad())",
+                    )
+        return False
+
+    def _flow(
+        self, node: cst.CSTNode, line: int, body: _Body, facts: _Facts, updated: set[str], depth: int
+    ) -> _Flow:
+        if isinstance(node, cst.Attribute) and node.attr.value in _CUTS:
+            return _Flow()
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _CUTS:
+                return _Flow()
+            model = dotted(func)
+            if model in facts.models:
+                inner = _Flow()
+                for arg in node.args:
+                    inner = inner | self._flow(arg.value, line, body, facts, updated, depth)
+                if model in updated:
+                    return _Flow(True, inner.offenders)
+                if inner.trainable or model in facts.frozen:
+                    return inner
+                return _Flow(False, inner.offenders + [(node, model)])
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            name = dotted(node)
+            if name is not None and name not in facts.models:
+                earlier = [a for a in body.assignments.get(name, []) if a.line < line]
+                if earlier and depth < 64:  # each step goes to an earlier line: this ends
+                    last = max(earlier, key=lambda a: a.line)
+                    if last.no_grad:
+                        return _Flow()
+                    return self._flow(last.value, last.line, body, facts, updated, depth + 1)
+                if earlier or isinstance(node, cst.Name):
+                    return _Flow()
+        flow = _Flow()
+        for child in node.children:
+            if isinstance(child, (cst.Lambda, cst.FunctionDef)):
+                continue
+            flow = flow | self._flow(child, line, body, facts, updated, depth)
+        return flow

@@ -1,0 +1,714 @@
+"""TM104: checkpoints without the `module.` prefix of DataParallel/DDP wrappers, and loads that strip it."""
+
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from codemods.helpers import ddp
+from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers.names import dotted
+
+WRAPPERS = frozenset(
+    {
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.data_parallel.DataParallel",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+    }
+)
+CONSUME = "consume_prefix_in_state_dict_if_present"
+CONSUME_MODULE = "torch.nn.modules.utils"
+PREFIX = "module."
+NOT_MODELS = ("optim", "sched", "scaler")  # their state dicts have no `module.` keys
+
+
+def triggers() -> tuple[str, ...]:
+    """A wrapper (TM103's helpers name DistributedDataParallel), a load, or a hand-written strip."""
+    return (
+        r"DataParallel\b",
+        r"\bload_state_dict\b",
+        r"\bself\.\w+\.state_dict\(",  # a `self.model` wrapped in another file of the repo
+        r"""["']module\.["']""",
+        r"\[7:\]",
+        r"""\.split\(["']\.["']\)""",
+    )
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def _is_prefix(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.SimpleString) and node.evaluated_value == PREFIX
+
+
+def _strips(expr: cst.BaseExpression, key: str, generic: bool = False) -> bool:
+    """True when `expr` is one of the hand-written ways to drop `module.` from the key `key`.
+
+    `'.'.join(k.split('.')[1:])` drops *any* first component, so it counts only when `generic`
+    (the repository wraps models: the prefix it drops is `module.`)."""
+    k = m.Name(key)
+    seven = m.Integer("7") | m.Call(func=m.Name("len"), args=[m.Arg(m.MatchIfTrue(_is_prefix))])
+    if m.matches(expr, m.Subscript(value=k, slice=[m.SubscriptElement(m.Slice(lower=seven, upper=None, step=None))])):
+        return True
+    if m.matches(
+        expr,
+        m.Call(
+            func=m.Attribute(value=k, attr=m.Name("replace")),
+            args=[m.Arg(m.MatchIfTrue(_is_prefix)), m.Arg(m.SimpleString()), m.ZeroOrMore()],
+        ),
+    ):
+        args = expr.args
+        if args[1].value.evaluated_value != "" or len(args) > 3:
+            return False
+        return len(args) == 2 or m.matches(args[2].value, m.Integer("1"))
+    # ".".join(k.split(".")[1:])
+    dot = m.SimpleString(value=m.MatchIfTrue(lambda v: v in ('"."', "'.'")))
+    split = m.Call(func=m.Attribute(value=k, attr=m.Name("split")), args=[m.Arg(dot)])
+    if generic and m.matches(
+        expr,
+        m.Call(
+            func=m.Attribute(value=dot, attr=m.Name("join")),
+            args=[
+                m.Arg(m.Subscript(value=split, slice=[m.SubscriptElement(m.Slice(lower=m.Integer("1"), upper=None))]))
+            ],
+        ),
+    ):
+        return True
+    # k[7:] if k.startswith("module.") else k
+    if isinstance(expr, cst.IfExp) and m.matches(expr.orelse, k) and _startswith(expr.test, key):
+        return _strips(expr.body, key, generic)
+    return False
+
+
+def _startswith(expr: cst.BaseExpression, key: str) -> bool:
+    return m.matches(
+        expr,
+        m.Call(func=m.Attribute(value=m.Name(key), attr=m.Name("startswith")), args=[m.Arg(m.MatchIfTrue(_is_prefix))]),
+    )
+
+
+def _single(stmt: cst.CSTNode) -> cst.BaseSmallStatement | None:
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+        return stmt.body[0]
+    return None
+
+
+def _items_loop(loop: cst.For) -> tuple[str, str | None, cst.BaseExpression] | None:
+    """(key, value or None, source) for `for k, v in S.items()` / `for k in S` / `for k in S.keys()`."""
+    if loop.orelse is not None or loop.asynchronous is not None:
+        return None
+    target, it = loop.target, loop.iter
+    if isinstance(target, cst.Tuple) and len(target.elements) == 2:
+        k, v = (e.value for e in target.elements)
+        if (
+            isinstance(k, cst.Name)
+            and isinstance(v, cst.Name)
+            and m.matches(it, m.Call(func=m.Attribute(attr=m.Name("items")), args=[]))
+        ):
+            return k.value, v.value, it.func.value
+    if isinstance(target, cst.Name):
+        if m.matches(it, m.Call(func=m.Attribute(attr=m.Name("keys")), args=[])):
+            return target.value, None, it.func.value
+        return target.value, None, it
+    return None
+
+
+def _new_key_store(stmt: cst.CSTNode, new: str, key_expr, value_ok) -> bool:
+    """`new[<key_expr>] = <value>`."""
+    small = _single(stmt)
+    if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+        return False
+    t = small.targets[0].target
+    if not (isinstance(t, cst.Subscript) and m.matches(t.value, m.Name(new)) and len(t.slice) == 1):
+        return False
+    index = t.slice[0].slice
+    return isinstance(index, cst.Index) and key_expr(index.value) and value_ok(small.value)
+
+
+def _dict_type(expr: cst.BaseExpression, resolve) -> bool:
+    """`dict` or `collections.OrderedDict`, however imported."""
+    if isinstance(expr, cst.Name) and expr.value == "dict":
+        return True
+    return resolve(expr) in {"collections.OrderedDict", "typing.OrderedDict"}
+
+
+def strip_loop(
+    init: cst.CSTNode, loop: cst.CSTNode, resolve, generic: bool = False
+) -> tuple[str, cst.BaseExpression, cst.BaseExpression, set[str]] | None:
+    """(new dict name, constructor, source, loop names) when `init; loop` is exactly a prefix strip."""
+    small = _single(init)
+    if (
+        not isinstance(small, cst.Assign)
+        or len(small.targets) != 1
+        or not isinstance(small.targets[0].target, cst.Name)
+    ):
+        return None
+    new = small.targets[0].target.value
+    ctor = small.value
+    if isinstance(ctor, cst.Dict) and not ctor.elements:
+        ctor = cst.Name("dict")
+    elif isinstance(ctor, cst.Call) and not ctor.args and _dict_type(ctor.func, resolve):
+        ctor = ctor.func
+    else:
+        return None
+    if not isinstance(loop, cst.For) or not isinstance(loop.body, cst.IndentedBlock):
+        return None
+    parts = _items_loop(loop)
+    if parts is None:
+        return None
+    key, value, source = parts
+    if value is not None:
+        value_ok = lambda e: m.matches(e, m.Name(value))  # noqa: E731
+    else:
+        value_ok = lambda e: m.matches(
+            e,
+            m.Subscript(
+                value=m.MatchIfTrue(lambda s: _code(s) == _code(source)),
+                slice=[m.SubscriptElement(m.Index(m.Name(key)))],
+            ),
+        )  # noqa: E731
+    body = list(loop.body.body)
+    names = {key} | ({value} if value else set())
+    if len(body) == 1 and _new_key_store(body[0], new, lambda e: _strips(e, key, generic), value_ok):
+        return new, ctor, source, names
+    if len(body) != 2:
+        return None
+    first = body[0]
+    small = _single(first)
+    # name = <strip>(k); new[name] = v    |    k = <strip>(k); new[k] = v
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+        temp = small.targets[0].target.value
+        if _strips(small.value, key, generic) and _new_key_store(
+            body[1], new, lambda e: m.matches(e, m.Name(temp)), value_ok
+        ):
+            return new, ctor, source, names | {temp}
+    # if k.startswith("module."): k = k[7:]    then    new[k] = v
+    if (
+        isinstance(first, cst.If)
+        and first.orelse is None
+        and _startswith(first.test, key)
+        and isinstance(first.body, cst.IndentedBlock)
+        and len(first.body.body) == 1
+    ):
+        inner = _single(first.body.body[0])
+        if (
+            isinstance(inner, cst.Assign)
+            and len(inner.targets) == 1
+            and m.matches(inner.targets[0].target, m.Name(key))
+            and _strips(inner.value, key, generic)
+            and _new_key_store(body[1], new, lambda e: m.matches(e, m.Name(key)), value_ok)
+        ):
+            return new, ctor, source, names
+    return None
+
+
+def strip_comprehension(
+    stmt: cst.CSTNode, resolve, generic: bool = False
+) -> tuple[str, cst.BaseExpression, cst.BaseExpression] | None:
+    """(name, constructor, source) for `n = {strip(k): v for k, v in S.items()}` or the
+    `OrderedDict((strip(k), v) for k, v in S.items())` form."""
+    small = _single(stmt)
+    if (
+        not isinstance(small, cst.Assign)
+        or len(small.targets) != 1
+        or not isinstance(small.targets[0].target, cst.Name)
+    ):
+        return None
+    name = small.targets[0].target.value
+    value = small.value
+    ctor: cst.BaseExpression = cst.Name("dict")
+    if isinstance(value, cst.DictComp):
+        key_expr, val_expr, comp = value.key, value.value, value.for_in
+    elif (
+        isinstance(value, cst.Call)
+        and len(value.args) == 1
+        and _dict_type(value.func, resolve)
+        and isinstance(value.args[0].value, cst.GeneratorExp)
+        and isinstance(value.args[0].value.elt, cst.Tuple)
+        and len(value.args[0].value.elt.elements) == 2
+    ):
+        ctor = value.func
+        gen = value.args[0].value
+        key_expr, val_expr = (e.value for e in gen.elt.elements)
+        comp = gen.for_in
+    else:
+        return None
+    if comp.inner_for_in is not None or comp.ifs or comp.asynchronous is not None:
+        return None
+    target = comp.target
+    if not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
+        return None
+    k, v = (e.value for e in target.elements)
+    if not (isinstance(k, cst.Name) and isinstance(v, cst.Name)):
+        return None
+    if not m.matches(comp.iter, m.Call(func=m.Attribute(attr=m.Name("items")), args=[])):
+        return None
+    if not (_strips(key_expr, k.value, generic) and m.matches(val_expr, m.Name(v.value))):
+        return None
+    return name, ctor, comp.iter.func.value
+
+
+def _line(code: str) -> cst.SimpleStatementLine:
+    stmt = cst.parse_statement(code)
+    assert isinstance(stmt, cst.SimpleStatementLine)
+    return stmt
+
+
+class StateDictPrefix(MigrationCodemod):
+    """Save the unwrapped model's state dict; strip a `module.` prefix with torch's own function.
+
+    ## What it does
+    `torch.save(model.state_dict(), ...)` where `model` is wrapped by `DataParallel`/DDP (or
+    TM103's `ddp_wrap`) in this file becomes `torch.save(unwrap_model(model).state_dict(), ...)`;
+    the same inside the arguments of a project's `save_checkpoint(...)`-like function.
+    In a repository that wraps models, `model.load_state_dict(torch.load(...))` (or a checkpoint
+    loaded with `torch.load` and subscripted) first strips a `module.` prefix with
+    `torch.nn.modules.utils.consume_prefix_in_state_dict_if_present` and loads into
+    `unwrap_model(model)`. The hand-written stripping idioms (`k[7:]`, `k.replace('module.', '')`,
+    `'.'.join(k.split('.')[1:])`, an `OrderedDict` loop, a dict comprehension, a
+    `try: load / except: strip and retry`) become that call when they are exactly that.
+
+    ## Why is this bad?
+    A wrapped model's state dict has every key prefixed with `module.`; such checkpoints fail to
+    load into the plain model (`Missing key(s) in state_dict`). The hand-written fixes cut seven
+    characters off every key, so they corrupt a checkpoint saved without the prefix — which is
+    what every checkpoint becomes once training moves to DDP with an unwrapped save.
+
+    ## Example
+    ```python
+    torch.save(model.state_dict(), path)          # model = nn.DataParallel(net)
+    new_state_dict = OrderedDict()
+    for k, v in state_dict.items():
+        new_state_dict[k[7:]] = v
+    ```
+
+    ## Use instead
+    ```python
+    torch.save(unwrap_model(model).state_dict(), path)
+    new_state_dict = OrderedDict(state_dict)
+    consume_prefix_in_state_dict_if_present(new_state_dict, "module.")
+    ```
+
+    ## Fix safety
+    Safe. The library call removes `module.` only where a key starts with it, so checkpoints
+    with and without the prefix both load; the hand-written idioms gave the same keys whenever
+    they worked. Loading into `unwrap_model(model)` works whether or not `model` is wrapped.
+    `k.replace('module.', '')` also removed `module.` inside a key (a submodule named `module`);
+    the library call does not.
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.nn.modules.utils.consume_prefix_in_state_dict_if_present.html
+    - https://pytorch.org/tutorials/beginner/saving_loading_models.html#saving-torch-nn-dataparallel-models
+    """
+
+    CODE = "TM104"
+    SAFETY = "safe"
+    USES_REPO_FACTS = True
+    DESCRIPTION = "torch.save(dp_model.state_dict()) -> unwrap first; strip `module.` with consume_prefix_in_state_dict_if_present"
+
+    def transform_module(self, tree: cst.Module) -> cst.Module:
+        result = super().transform_module(tree)
+        # An import removed from the top leaves the blank lines that followed it at the top.
+        if result.body and tree.body and not tree.body[0].leading_lines and result.body[0].leading_lines:
+            first = result.body[0]
+            kept = [line for line in first.leading_lines if line.comment is not None]
+            result = result.with_changes(body=[first.with_changes(leading_lines=kept), *result.body[1:]])
+        return result
+
+    def visit_Module(self, node: cst.Module) -> bool:
+        self.needed: set[str] = set()
+        self.consume = False
+        self.wrapped: set[str] = set()
+        self.saved: set[cst.Call] = set()
+        self.loaded: dict[cst.CSTNode, set[str]] = {}  # scope -> names assigned only from torch.load
+        defs = ddp.top_level_defs(node)
+        self.has_wrap_helper = defs.get("ddp_wrap", False)
+        self.helpers_ok = not ddp.clashes(node, {"unwrap_model"})
+        node.visit(_Wrapped(self))
+        self.wrapped |= {f"self.{name}" for name in self.file.facts.wrapped_attributes}
+        self.repo_wraps = bool(self.wrapped) or bool(self.file.facts.dataparallel_files)
+        self.scopes: list[cst.CSTNode] = [node]
+        self.loaded[node] = _loaded_names(self, node.body)
+        self.taken = _all_names(node)
+        self.replaced: list[cst.CSTNode] = []
+        collector = _HandStrips()
+        node.visit(collector)
+        self.hand_strips = collector.found
+        return True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.scopes.append(node)
+        if isinstance(node.body, cst.IndentedBlock):
+            self.loaded[node] = _loaded_names(self, node.body.body)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        self.scopes.pop()
+        return updated_node
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # torch.save, or a project's own `save_checkpoint(...)` / `save_model(...)` around it
+        name = dotted(node.func) or ""
+        if self.qualified_name(node.func) != "torch.save" and "save" not in name.rsplit(".", 1)[-1].lower():
+            return
+        for arg in node.args:
+            arg.value.visit(_StateDictCalls(self))
+
+    # -- saving: unwrap first ---------------------------------------------------------------------
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if original_node not in self.saved:
+            return updated_node
+        if not self.helpers_ok:
+            self.finding(
+                original_node, "this module defines its own `unwrap_model`: save `model.module.state_dict()` by hand"
+            )
+            return updated_node
+        self.needed.add("unwrap_model")
+        owner = updated_node.func.value
+        unwrapped = cst.Call(func=cst.Name("unwrap_model"), args=[cst.Arg(owner)])
+        return self.rewrite(
+            original_node, updated_node, updated_node.with_changes(func=updated_node.func.with_changes(value=unwrapped))
+        )
+
+    # -- loading: statement rewrites, block by block -------------------------------------------------
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        body = self._block(list(original_node.body), list(updated_node.body))
+        return updated_node if body is None else updated_node.with_changes(body=body)
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        body = self._block(list(original_node.body), list(updated_node.body))
+        module = updated_node if body is None else updated_node.with_changes(body=body)
+        for strip in self.hand_strips:
+            if not any(_contains(done, strip) for done in self.replaced):
+                self.finding(
+                    strip,
+                    "hand-written `module.` stripping that is not one of the recognised idioms: strip the "
+                    f'prefix with `{CONSUME_MODULE}.{CONSUME}(state_dict, "module.")`',
+                )
+        if not self.rewrites:
+            return updated_node
+        if self.consume:
+            self.add_needed_import(CONSUME_MODULE, CONSUME)
+        if self.needed:
+            bound = ddp.top_level_defs(module)
+            for name in ddp.imports_for(self.needed):
+                if name not in bound:
+                    self.add_needed_import(name)
+            module = ddp.with_helpers(module, self.needed)
+        return module
+
+    def _block(self, original: list, updated: list) -> list | None:
+        if len(original) != len(updated):
+            return None
+        out: list = []
+        changed = False
+        i = 0
+        while i < len(updated):
+            orig, new = original[i], updated[i]
+            nxt = original[i + 1] if i + 1 < len(original) else None
+            replaced = None
+            if nxt is not None:
+                replaced = self._loop(orig, nxt, updated[i], updated[i + 1], original[i + 2 :])
+                if replaced is not None:
+                    out.extend(replaced)
+                    i += 2
+                    changed = True
+                    continue
+            replaced = self._comprehension(orig, new) or self._retry(orig, new) or self._load(orig, new, out)
+            if replaced is not None:
+                out.extend(replaced)
+                changed = True
+            else:
+                out.append(new)
+            i += 1
+        return out if changed else None
+
+    def _consume(self, name: str) -> cst.SimpleStatementLine:
+        self.consume = True
+        return _line(f'{CONSUME}({name}, "{PREFIX}")\n')
+
+    def _loop(self, init, loop, new_init, new_loop, rest) -> list | None:
+        found = strip_loop(init, loop, self.qualified_name, self.repo_wraps)
+        if found is None:
+            return None
+        name, ctor, source, loop_names = found
+        if any(_uses(stmt, loop_names) for stmt in rest):
+            return None  # the loop variables are read afterwards: not exactly the idiom
+        first = _line(f"{name} = {_code(ctor)}({_code(source)})\n").with_changes(leading_lines=new_init.leading_lines)
+        second = self._consume(name).with_changes(leading_lines=new_loop.leading_lines)
+        result = self.rewrite(loop, new_loop, cst.FlattenSentinel([first, second]))
+        if result is new_loop:
+            return None
+        return [first, second]
+
+    def _comprehension(self, orig, new) -> list | None:
+        found = strip_comprehension(orig, self.qualified_name, self.repo_wraps)
+        if found is None:
+            return None
+        name, ctor, source = found
+        first = new.with_changes(
+            body=[_single(new).with_changes(value=cst.parse_expression(f"{_code(ctor)}({_code(source)})"))]
+        )
+        result = self.rewrite(orig, new, first)
+        if result is new:
+            return None
+        return [first, self._consume(name)]
+
+    def _retry(self, orig, new) -> list | None:
+        """try: m.load_state_dict(sd)  except ...: <strip sd into n>; m.load_state_dict(n)"""
+        if not isinstance(orig, cst.Try) or orig.orelse is not None or orig.finalbody is not None:
+            return None
+        if len(orig.handlers) != 1 or not isinstance(orig.body, cst.IndentedBlock) or len(orig.body.body) != 1:
+            return None
+        handler = orig.handlers[0]
+        if handler.type is not None and (dotted(handler.type) or "") not in {"RuntimeError", "Exception", "KeyError"}:
+            return None
+        first = _load_call(_single(orig.body.body[0]))
+        if first is None:
+            return None
+        receiver, call = first
+        if len(call.args) < 1 or call.args[0].keyword is not None or not isinstance(call.args[0].value, cst.Name):
+            return None
+        source = call.args[0].value.value
+        steps = list(handler.body.body) if isinstance(handler.body, cst.IndentedBlock) else []
+        if not steps:
+            return None
+        last = _load_call(_single(steps[-1]))
+        if last is None or _code(last[0]) != _code(receiver) or not last[1].args:
+            return None
+        stripped = last[1].args[0].value
+        if not isinstance(stripped, cst.Name):
+            return None
+        strip = steps[:-1]
+        ok = False
+        if len(strip) == 2:
+            found = strip_loop(strip[0], strip[1], self.qualified_name, self.repo_wraps)
+            ok = found is not None and found[0] == stripped.value and _code(found[2]) == source
+        elif len(strip) == 1:
+            found = strip_comprehension(strip[0], self.qualified_name, self.repo_wraps)
+            ok = found is not None and found[0] == stripped.value and _code(found[2]) == source
+        if not ok or [_code(a) for a in last[1].args[1:]] != [_code(a) for a in call.args[1:]]:
+            return None
+        ctor = self.qualified_name(found[1])
+        if ctor is not None and "." in ctor:
+            module, _, obj = ctor.rpartition(".")
+            self.remove_unused_import(module, obj)  # only if nothing else uses it
+        if not self.helpers_ok:
+            return None
+        self.needed.add("unwrap_model")
+        load = _line(f"unwrap_model({_code(receiver)}).{_code(call.with_changes(func=call.func.attr))}\n")
+        replacement = [self._consume(source).with_changes(leading_lines=new.leading_lines), load]
+        result = self.rewrite(orig, new, cst.FlattenSentinel(replacement))
+        return None if result is new else replacement
+
+    def _load(self, orig, new, before: list) -> list | None:
+        """m.load_state_dict(torch.load(p)) / m.load_state_dict(ckpt["model"]) in a repo that wraps."""
+        if not self.repo_wraps or not self.helpers_ok:
+            return None
+        found = _load_call(_single(orig))
+        if found is None:
+            return None
+        receiver, call = found
+        owner = dotted(receiver) or ""
+        if owner in {"self", ""} or any(w in owner.lower() for w in NOT_MODELS):
+            return None
+        if not call.args or call.args[0].keyword is not None or call.args[0].star:
+            return None
+        arg = call.args[0].value
+        if self._from_load(arg, direct=True):
+            name = "state_dict"
+            while name in self.taken:
+                name += "_"
+            self.taken.add(name)
+            self.needed.add("unwrap_model")
+            hoist = _line(f"{name} = {_code(arg)}\n").with_changes(leading_lines=new.leading_lines)
+            args_code = ", ".join(
+                [name] + [_code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for a in call.args[1:]]
+            )
+            load = _line(f"unwrap_model({_code(receiver)}).load_state_dict({args_code})\n")
+            replacement = [hoist, self._consume(name), load]
+        elif self._from_load(arg, direct=False):
+            text = _code(arg)
+            prev = before[-1] if before else None
+            if prev is not None and _code(prev).strip() == f'{CONSUME}({text}, "{PREFIX}")':
+                return None  # already done (idempotence)
+            self.needed.add("unwrap_model")
+            load = new.with_changes(
+                body=[
+                    _single(new).with_changes(
+                        value=cst.parse_expression(
+                            f"unwrap_model({_code(receiver)}).{_code(call.with_changes(func=call.func.attr))}"
+                        )
+                    )
+                ],
+                leading_lines=[],
+            )
+            replacement = [self._consume(text).with_changes(leading_lines=new.leading_lines), load]
+        else:
+            return None
+        result = self.rewrite(orig, new, cst.FlattenSentinel(replacement))
+        return None if result is new else replacement
+
+    def rewrite(self, original, updated, replacement, *, review=None):
+        result = super().rewrite(original, updated, replacement, review=review)
+        if result is replacement:
+            self.replaced.append(original)
+        return result
+
+    def _from_load(self, expr: cst.BaseExpression, direct: bool) -> bool:
+        """`torch.load(...)` (subscripted by literals) when direct; else a name assigned only from it."""
+        while isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+            if not isinstance(expr.slice[0].slice.value, cst.SimpleString):
+                return False
+            expr = expr.value
+        if direct:
+            return isinstance(expr, cst.Call) and self.qualified_name(expr.func) == "torch.load"
+        return isinstance(expr, cst.Name) and expr.value in self.loaded.get(self.scopes[-1], set())
+
+
+class _HandStrips(cst.CSTVisitor):
+    """`x.replace("module.", ...)` and `x[len("module."):]`: stripping written by hand."""
+
+    def __init__(self) -> None:
+        self.found: list[cst.CSTNode] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if m.matches(
+            node,
+            m.Call(func=m.Attribute(attr=m.Name("replace")), args=[m.Arg(m.MatchIfTrue(_is_prefix)), m.ZeroOrMore()]),
+        ):
+            self.found.append(node)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        lower = m.Call(func=m.Name("len"), args=[m.Arg(m.MatchIfTrue(_is_prefix))])
+        if m.matches(node, m.Subscript(slice=[m.SubscriptElement(m.Slice(lower=lower))])):
+            self.found.append(node)
+
+
+def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
+    class Finder(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.found = False
+
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            self.found = self.found or n is target
+            return not self.found
+
+    finder = Finder()
+    node.visit(finder)
+    return finder.found
+
+
+def _load_call(small) -> tuple[cst.BaseExpression, cst.Call] | None:
+    if not isinstance(small, cst.Expr) or not isinstance(small.value, cst.Call):
+        return None
+    call = small.value
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "load_state_dict"):
+        return None
+    return call.func.value, call
+
+
+def _uses(node: cst.CSTNode, names: set[str]) -> bool:
+    return any(n in names for n in _all_names(node))
+
+
+def _all_names(node: cst.CSTNode) -> set[str]:
+    class Names(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.found: set[str] = set()
+            self.skip: set[int] = set()
+
+        def visit_Attribute(self, n: cst.Attribute) -> None:
+            self.skip.add(id(n.attr))
+
+        def visit_Arg(self, n: cst.Arg) -> None:
+            if n.keyword is not None:
+                self.skip.add(id(n.keyword))
+
+        def visit_Name(self, n: cst.Name) -> None:
+            if id(n) not in self.skip:
+                self.found.add(n.value)
+
+    v = Names()
+    node.visit(v)
+    return v.found
+
+
+def _loaded_names(cm: StateDictPrefix, body) -> set[str]:
+    """Names in this scope's own statements assigned from `torch.load(...)` and nothing else."""
+
+    class Assigns(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.good: set[str] = set()
+            self.bad: set[str] = set()
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            value = node.value
+            while isinstance(value, cst.Subscript):
+                value = value.value
+            ok = isinstance(value, cst.Call) and cm.qualified_name(value.func) == "torch.load"
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    (self.good if ok else self.bad).add(t.target.value)
+
+        def visit_For(self, node: cst.For) -> None:
+            self.bad |= _all_names(node.target)
+
+    v = Assigns()
+    for stmt in body:
+        stmt.visit(v)
+    return v.good - v.bad
+
+
+class _Wrapped(cst.CSTVisitor):
+    """Names (`model`, `self.model`) assigned a DataParallel/DDP wrapper (or TM103's ddp_wrap)."""
+
+    def __init__(self, cm: StateDictPrefix) -> None:
+        self.cm = cm
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        value = node.value
+        if (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in {"cuda", "to"}
+            and isinstance(value.func.value, cst.Call)
+        ):
+            value = value.func.value
+        if not isinstance(value, cst.Call):
+            return
+        wraps = self.cm.qualified_name(value.func) in WRAPPERS or (
+            self.cm.has_wrap_helper and isinstance(value.func, cst.Name) and value.func.value == "ddp_wrap"
+        )
+        if wraps:
+            for t in node.targets:
+                name = dotted(t.target)
+                if name:
+                    self.cm.wrapped.add(name)
+
+
+class _StateDictCalls(cst.CSTVisitor):
+    """`<wrapped>.state_dict()` inside an argument of torch.save or of a `save...()` function."""
+
+    def __init__(self, cm: StateDictPrefix) -> None:
+        self.cm = cm
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if (
+            isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "state_dict"
+            and dotted(node.func.value) in self.cm.wrapped
+        ):
+            self.cm.saved.add(node)
