@@ -36,6 +36,40 @@ def selection_options(command: Callable) -> Callable:
     return command
 
 
+def verify_options(command: Callable) -> Callable:
+    """--tests/--probe/--python/--device/--timeout/--rerun, shared by `verify` and `run --verify`."""
+    for decorator in reversed(
+        (
+            click.option("--tests", metavar="CMD", help="Test command (default: python -m pytest when there are tests)."),
+            click.option("--probe", metavar="CMD", help="A command whose printed numbers must match before and after."),
+            click.option("--python", "python", metavar="EXE", help="Interpreter of the target (default: active venv's, else this one)."),
+            click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True,
+                         help="cpu hides GPUs; cuda fails unless a GPU is visible; auto uses one if there is one."),
+            click.option("--timeout", type=click.FloatRange(min=1), default=1200, show_default=True, metavar="S",
+                         help="Seconds allowed per side and per run."),
+            click.option("--rerun", type=click.IntRange(min=0), default=2, show_default=True, metavar="N",
+                         help="Reruns of each changed test on both sides, to tell flaky tests from real changes."),
+        )
+    ):
+        command = decorator(command)
+    return command
+
+
+def _verify_options(select, ignore, unsafe, tests, probe, python, device, timeout, rerun, **extra):
+    from codemods.verify import VerifyOptions
+
+    return VerifyOptions(
+        tests=tests, probe=probe, python=python, device=device, timeout=timeout, rerun=rerun,
+        select=_codes(select), ignore=_codes(ignore), unsafe=unsafe, **extra,
+    )  # fmt: skip
+
+
+def _events(enabled: bool):
+    if not enabled:
+        return None
+    return lambda message: click.echo(f"… {message}", err=True)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="torch-migrate")
 def main() -> None:
@@ -75,14 +109,23 @@ def _progress(enabled: bool):
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report here.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip matching paths (repeatable).")
 @click.option("--no-config", is_flag=True, help="Ignore [tool.torch-migrate] in the target.")
-def run(paths, mode, select, ignore, unsafe, jobs, fmt, output, exclude, no_config) -> None:
+@click.option("--verify", "verify_first", is_flag=True, help="Verify in copies first; write only if no test regresses.")
+@verify_options
+@click.option("--drop-culprits", is_flag=True, help="With --verify: on regressions, write the migration minus the culprit codemods.")
+def run(paths, mode, select, ignore, unsafe, jobs, fmt, output, exclude, no_config, verify_first, drop_culprits, **verify_args) -> None:
     """Migrate every Python file under PATHS (in place unless --diff/--check).
 
-    Exit code: 0 clean; 1 changes or findings remain (with --diff/--check); 2 a file could not
-    be processed (bit flags, so 3 is both).
+    Exit code: 0 clean; 1 changes or findings remain (with --diff/--check), or, with --verify,
+    regressions; 2 a file could not be processed, or verification could not run (bit flags).
     """
     from codemods import api, registry
     from codemods.config import ConfigError
+
+    if verify_first:
+        _run_verified(paths, mode, fmt, output, exclude, no_config, drop_culprits, select, ignore, unsafe, verify_args)
+        return
+    if drop_culprits:
+        raise click.UsageError("--drop-culprits needs --verify")
 
     options = api.Options(
         mode=mode or "write",
@@ -126,6 +169,85 @@ def _emit(report, fmt: str, output: str | None) -> None:
             click.echo(rendered.splitlines()[-1], err=True)
     else:
         click.echo(rendered)
+
+
+def _run_verified(paths, mode, fmt, output, exclude, no_config, drop_culprits, select, ignore, unsafe, verify_args):
+    from pathlib import Path
+
+    from codemods import registry
+    from codemods.config import ConfigError
+    from codemods.verify import apply_verified, render, verify
+
+    if mode is not None:
+        raise click.UsageError("--verify writes the verified migration; it cannot be combined with --diff/--check")
+    if len(paths) != 1 or not Path(paths[0]).is_dir():
+        raise click.UsageError("--verify takes one PATH: the project's folder")
+    if fmt == "sarif":
+        raise click.UsageError("--verify reports as text or json")
+    options = _verify_options(
+        select, ignore, unsafe, exclude=tuple(exclude), use_config=not no_config, **verify_args
+    )
+    try:
+        report = verify(paths[0], options, on_event=_events(fmt == "text" and sys.stderr.isatty()))
+        applied = apply_verified(paths[0], report, options, drop_culprits=drop_culprits)
+    except (ConfigError, registry.SelectionError) as exc:
+        raise click.UsageError(str(exc)) from None
+    if fmt == "json":
+        data = {"verify": report.to_dict(), "written": applied.written, "message": applied.message,
+                "dropped": applied.dropped, "migration": applied.migration.to_dict() if applied.migration else None,
+                "exit_code": applied.exit_code}  # fmt: skip
+        rendered = json.dumps(data, indent=2)
+    else:
+        rendered = render.text(report) + "\n" + applied.message
+    if output is not None:
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(rendered + "\n")
+        click.echo(applied.message, err=True)
+    else:
+        click.echo(rendered)
+    sys.exit(applied.exit_code)
+
+
+@main.command("verify")
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=str))
+@verify_options
+@selection_options
+@click.option("--rtol", type=click.FloatRange(min=0), default=1e-5, show_default=True, help="Probe: relative tolerance.")
+@click.option("--atol", type=click.FloatRange(min=0), default=1e-8, show_default=True, help="Probe: absolute tolerance.")
+@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report here.")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip matching paths (repeatable).")
+@click.option("--no-config", is_flag=True, help="Ignore [tool.torch-migrate] in the target.")
+@click.option("--no-culprits", is_flag=True, help="Do not search for the codemods behind regressions.")
+@click.option("--keep-copies", is_flag=True, help="Keep the before/after copies (their folder is printed).")
+def verify_(path, select, ignore, unsafe, rtol, atol, fmt, output, exclude, no_config, no_culprits, keep_copies, **verify_args):
+    """Prove a migration: run PATH's tests (or --probe) in a copy before and one after migrating.
+
+    The project is never modified. Changed tests are rerun to tell flaky from real; a real
+    regression is traced to the codemod(s) and files that cause it.
+
+    Exit code: 0 no regressions; 1 regressions; 2 could not run (setup failure, timeout).
+    """
+    from codemods import registry
+    from codemods.config import ConfigError
+    from codemods.verify import render, verify
+
+    options = _verify_options(
+        select, ignore, unsafe, rtol=rtol, atol=atol, exclude=tuple(exclude), use_config=not no_config,
+        find_culprits=not no_culprits, keep_copies=keep_copies, **verify_args,
+    )  # fmt: skip
+    try:
+        report = verify(path, options, on_event=_events(fmt == "text" and sys.stderr.isatty()))
+    except (ConfigError, registry.SelectionError) as exc:
+        raise click.UsageError(str(exc)) from None
+    rendered = render.RENDERERS[fmt](report).rstrip("\n")
+    if output is not None:
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(rendered + "\n")
+        click.echo(render.text(report).splitlines()[-1], err=True)
+    else:
+        click.echo(rendered)
+    sys.exit(report.exit_code)
 
 
 @main.command()

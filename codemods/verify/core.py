@@ -1,0 +1,499 @@
+"""`verify()`: migrate a copy, run the tests (or a probe) in both copies, compare, explain.
+
+    from codemods.verify import verify, VerifyOptions
+    report = verify("path/to/repo", VerifyOptions(rerun=2))
+    report.exit_code  # 0 no regressions, 1 regressions, 2 could not run
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from codemods import api
+from codemods.verify import copies, culprits, execute, imports, junit
+from codemods.verify.apply import digest
+from codemods.verify.commands import TestCommand, has_tests
+from codemods.verify.compare import FIXED, FLAKY, MISSING, REGRESSION, compare, judge
+from codemods.verify.device import Device, DeviceError, default_python, detect, environment, needs_cuda
+from codemods.verify.migration import Unit, diffstat, fired, migrate_tree, unified
+from codemods.verify.model import (
+    ERROR, OK, REGRESSIONS, UNCHANGED, ProbeResult, SideRun, VerifyOptions, VerifyReport, WithoutCulprits,
+)  # fmt: skip
+from codemods.verify.probe import first_divergence
+
+SUITE = "<test command>"  # the id of a whole run that gave no per-test results
+PROBE = "<probe>"
+MAX_TARGETS = 300  # beyond this many tests a rerun runs the whole command (and stays under ARG_MAX)
+
+
+class Abort(Exception):
+    """Verification cannot go on; the message says why (status error, exit 2)."""
+
+
+@dataclass
+class Run:
+    """One run of the test command in one copy."""
+
+    returncode: int | None
+    seconds: float
+    tests: dict[str, junit.Outcome] | None  # None: no per-test results
+    tail: str
+
+
+class Session:
+    def __init__(self, path: Path, options: VerifyOptions, on_event: Callable[[str], None] | None) -> None:
+        self.path = path
+        self.options = options
+        self.say = on_event or (lambda _msg: None)
+        self.workdir = Path(tempfile.mkdtemp(prefix="torch-migrate-verify-"))
+        self.counter = itertools.count(1)
+        self.device: Device | None = None
+        self.env: dict[str, str] = {}
+        self.pythonpath: list[str] = []  # folders, relative to a copy's root, put first on PYTHONPATH
+        self.workers = 1
+        self.notes: list[str] = []
+        self.source: copies.Source | None = None
+        self.command: TestCommand | None = None
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def pmap(self, fn: Callable, items: Sequence) -> list:
+        """Map over independent runs, concurrently when there is room; Ctrl-C stops them all."""
+        if self.workers <= 1 or len(items) <= 1:
+            return [fn(item) for item in items]
+        pool = ThreadPoolExecutor(max_workers=self.workers)
+        try:
+            futures = [pool.submit(fn, item) for item in items]
+            return [f.result() for f in futures]
+        except BaseException:
+            execute.kill_all()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def copy_root(self, project: Path) -> Path:
+        return self.workdir / project.relative_to(self.workdir).parts[0]
+
+    def env_for(self, project: Path) -> dict[str, str]:
+        """The environment of a run in `project`'s copy: its own folders first on PYTHONPATH if needed."""
+        if not self.pythonpath:
+            return self.env
+        root = self.copy_root(project)
+        first = [str(root / rel) for rel in self.pythonpath]
+        rest = [self.env["PYTHONPATH"]] if self.env.get("PYTHONPATH") else []
+        return {**self.env, "PYTHONPATH": os.pathsep.join(first + rest)}
+
+    def isolate_imports(self, after: Path, changed: Sequence[str]) -> None:
+        """Make sure the copies import their own code, not the user's tree (editable installs)."""
+        root = self.copy_root(after)
+        rels = [str(Path(self.source.project) / rel) for rel in changed]
+        roots = imports.import_roots(root, rels)
+        timeout = min(self.options.timeout, 120)
+        found = imports.origins(self.device.python, after, self.env_for(after), roots, timeout)
+        leaking = sorted(
+            n
+            for n, where in found.items()
+            if not imports.inside(where, self.workdir)
+            and (imports.inside(where, self.source.root) or imports.installed_copy(where, roots[n][1]))
+        )
+        if not leaking:
+            return
+        self.pythonpath = sorted({roots[n][0] for n in leaking})
+        found = imports.origins(self.device.python, after, self.env_for(after), leaking, timeout)
+        still = sorted(n for n, where in found.items() if not imports.inside(where, root))
+        if still:
+            raise Abort(
+                f"{', '.join(still)} would be imported from {self.source.root}, not from the copy "
+                "(an editable install that cannot be overridden?); both sides would test the original code"
+            )
+        self.notes.append(
+            f"{', '.join(leaking)} would be imported from outside the copies (an installed or editable "
+            "package, or PYTHONPATH); each copy puts its own folder first on PYTHONPATH to test its own code"
+        )
+
+    def migration_options(self) -> api.Options:
+        o = self.options
+        return api.Options(
+            mode="write", select=o.select, ignore=o.ignore, unsafe=o.unsafe, exclude=o.exclude, use_config=o.use_config
+        )
+
+    def new_copy(self, label: str, without: Iterable[Unit] | None = None, jobs: int | None = 1):
+        """A fresh copy of the pristine base; migrated (minus `without`) unless `without` is None.
+
+        `jobs=None` (a process pool) only from the main thread before any run starts.
+        """
+        root = copies.clone_copy(self.workdir / "base", self.workdir / f"{label}-{next(self.counter)}")
+        project = self.source.project_in(root)
+        report = None
+        if without is not None:
+            report = migrate_tree(project, self.migration_options(), without, jobs=jobs)
+        return root, project, report
+
+    def run_tests(self, project: Path, label: str, ids: Sequence[str] | None = None) -> Run:
+        """The test command in `project`; with `ids`, only those tests where they can be targeted."""
+        command = self.command
+        xml = self.workdir / "junit" / f"{label}-{next(self.counter)}.xml"
+        xml.parent.mkdir(exist_ok=True)
+        targets = None
+        if ids is not None and command.pytest is not None:
+            bases = [project, *project.parents]
+            targets = [junit.rerun_target(i, junit.Outcome("passed"), bases) for i in ids]
+            if not all(targets) or len(targets) > MAX_TARGETS:
+                targets = None  # some id cannot be named on a command line, or too many: run everything
+        argv = command.argv(xml, targets, cwd=project)
+        try:
+            done = execute.run(argv, project, self.env_for(project), self.options.timeout)
+        except execute.StartError as exc:
+            raise Abort(f"the test command cannot start ({label}): {exc}") from None
+        if done.timed_out:
+            raise Abort(f"the test command timed out after {self.options.timeout:g} s ({label} side); raise --timeout")
+        tests = None
+        if command.pytest is not None and xml.exists():
+            try:
+                tests = junit.parse(xml)
+            except junit.JUnitError:
+                tests = None
+        return Run(done.returncode, done.seconds, tests, done.tail)
+
+    # -- the steps --------------------------------------------------------------------------
+
+    def prepare(self) -> tuple[Path, Path, api.Report]:
+        self.say("copying the project")
+        try:
+            self.source = copies.source_of(self.path)
+            copies.make_copy(self.source, self.workdir / "base")
+        except copies.CopyError as exc:
+            raise Abort(str(exc)) from None
+        before_root, before, _ = self.new_copy("before")
+        _, after, report = self.new_copy("after", without=(), jobs=None)
+        return before, after, report
+
+    def setup_device(self) -> None:
+        python = default_python(self.options.python)
+        self.say(f"asking {python} about torch and CUDA")
+        try:
+            self.device = detect(python, self.options.device, timeout=min(self.options.timeout, 300))
+        except DeviceError as exc:
+            raise Abort(str(exc)) from None
+        self.env = environment(self.device.python, self.options.device)
+        parallel = self.options.parallel
+        if parallel is None:
+            # Two suites sharing one GPU can run each other out of memory: that is not a regression.
+            parallel = (os.cpu_count() or 1) >= 2 and not self.device.uses_cuda
+        self.workers = 2 if parallel else 1
+
+    def choose_command(self, before: Path) -> None:
+        if self.options.tests:
+            self.command = TestCommand.from_user(self.options.tests)
+        elif has_tests(before):
+            self.command = TestCommand.default(self.device.python)
+        elif not self.options.probe:
+            raise Abort("no tests found (no test_*.py or *_test.py); give --tests CMD or --probe CMD")
+
+    def side_outcomes(self, run: Run, other: Run) -> dict[str, junit.Outcome]:
+        if run.tests is not None:
+            return run.tests
+        last = run.tail.strip().splitlines()[-1] if run.tail.strip() else ""
+        if self.command is not None and self.command.pytest is None:  # judged by its exit code alone
+            outcome = "passed" if run.returncode == 0 else "failed"
+            message = f"exit {run.returncode}" + (f": {last}" if last else "")
+        else:
+            outcome = "passed" if run.returncode == 0 else "error"
+            message = f"pytest gave no per-test results (exit {run.returncode}): {last}"
+        message = message[:300]
+        ids = list(other.tests) if other.tests else [SUITE]
+        return {i: junit.Outcome(outcome, message) for i in ids}
+
+    def test_phase(self, report: VerifyReport, before: Path, after: Path) -> None:
+        self.say(f"running `{self.command.text}` before and after")
+        runs = self.pmap(lambda side: self.run_tests(side[1], side[0]), [("before", before), ("after", after)])
+        first_before, first_after = runs
+        for label, run in (("before", first_before), ("after", first_after)):
+            tally: dict[str, int] = {}
+            for o in (run.tests or {}).values():
+                tally[o.outcome] = tally.get(o.outcome, 0) + 1
+            report.sides.append(
+                SideRun(label, self.command.text, run.returncode, round(run.seconds, 2), run.tests is not None, tally, run.tail[-1500:])
+            )
+        if self.command.pytest is not None:
+            if first_before.tests is None and first_after.tests is None:
+                raise Abort(
+                    f"pytest ran on neither side (exit {first_before.returncode}): "
+                    f"{_last_lines(first_before.tail)}"
+                )
+            if not first_before.tests and not first_after.tests and first_before.returncode == 5:
+                raise Abort("pytest collected no tests on either side; give --tests CMD or --probe CMD")
+        elif first_before.returncode != 0 and first_after.returncode != 0:
+            report.notes.append("the test command fails both before and after: no evidence either way")
+        b = self.side_outcomes(first_before, first_after)
+        a = self.side_outcomes(first_after, first_before)
+        report.changes = compare(b, a)
+        self.reruns(report, before, after)
+        self.device_notes(report)
+
+    def reruns(self, report: VerifyReport, before: Path, after: Path) -> None:
+        changed = [c for c in report.changes if c.kind in (REGRESSION, MISSING, FIXED)]
+        if not changed or self.options.rerun <= 0:
+            return
+        ids = [c.id for c in changed]
+        targeted = [i for i in ids if i != SUITE]
+        for round_ in range(1, self.options.rerun + 1):
+            self.say(f"rerunning {len(ids)} changed test(s) on both sides ({round_}/{self.options.rerun})")
+            runs = self.pmap(
+                lambda side: self.run_tests(side[1], f"rerun-{side[0]}", targeted or None),
+                [("before", before), ("after", after)],
+            )
+            rb, ra = runs
+            ob, oa = self.side_outcomes(rb, ra), self.side_outcomes(ra, rb)
+            for c in changed:
+                c.reruns_before.append(ob[c.id].outcome if c.id in ob else None)
+                c.reruns_after.append(oa[c.id].outcome if c.id in oa else None)
+        for c in changed:
+            verdict = judge(c)
+            if verdict == FLAKY:
+                c.kind = FLAKY
+                c.note = "outcome changed between identical runs: flaky, not caused by the migration"
+
+    def device_notes(self, report: VerifyReport) -> None:
+        if self.device is None or self.device.uses_cuda:
+            return
+        moved = [c for c in report.changes if c.kind == FIXED and needs_cuda(c.before_message)]
+        for c in moved:
+            c.note = "failed before because it needed CUDA; the migrated code runs on CPU"
+        if moved:
+            report.notes.append(
+                f"{len(moved)} test(s) failed before only because they asked for CUDA on a machine without "
+                "a visible GPU; after migration they run on CPU. On a GPU machine they may have passed before."
+            )
+
+    def failing_after(self, project: Path, ids: Sequence[str], label: str) -> set[str]:
+        """Which of `ids` fail (or are absent) in `project`: a culprit trial's answer."""
+        failing: set[str] = set()
+        tests = [i for i in ids if i != PROBE]
+        if tests:
+            run = self.run_tests(project, label, [i for i in tests if i != SUITE] or None)
+            outcomes = run.tests if run.tests is not None else {
+                i: junit.Outcome("passed" if run.returncode == 0 else "error") for i in tests
+            }
+            failing |= {i for i in tests if i not in outcomes or outcomes[i].failing}
+        if PROBE in ids:
+            if self.probe_after(project).regression:
+                failing.add(PROBE)
+        return failing
+
+    def trial(self, ids: Sequence[str]) -> Callable[[frozenset[Unit]], set[str]]:
+        def run(without: frozenset[Unit]) -> set[str]:
+            root, project, _ = self.new_copy("trial", without=without)
+            try:
+                return self.failing_after(project, ids, "trial")
+            finally:
+                copies.remove(root)
+
+        return run
+
+    def culprit_phase(self, report: VerifyReport, by_code: dict[str, list[str]]) -> None:
+        failing = [c.id for c in report.regressions]
+        if report.probe is not None and report.probe.regression:
+            failing.append(PROBE)
+        if not failing or not self.options.find_culprits:
+            return
+        self.say(f"searching for the codemod(s) behind {len(failing)} regression(s)")
+        found = culprits.search(culprits.codemod_units(by_code), failing, self.trial(failing), self.pmap)
+        trials = found.trials
+        per_test: dict[str, list[Unit]] = {}
+        unexplained = list(found.unexplained)
+        for code in sorted({u.code for units in found.culprits.values() for u in units}):
+            tests = [t for t, units in found.culprits.items() if any(u.code == code for u in units)]
+            self.say(f"narrowing {code} down to files")
+            files = culprits.search(culprits.file_units(code, by_code[code]), tests, self.trial(tests), self.pmap)
+            trials += files.trials
+            for t in tests:
+                per_test.setdefault(t, []).extend(files.culprits.get(t) or [Unit(code)])
+        report.unexplained = unexplained
+        by_unit: dict[Unit, list[str]] = {}
+        for t, units in per_test.items():
+            for u in units:
+                by_unit.setdefault(u, []).append(t)
+        report.culprit_units = sorted(by_unit)
+        report.culprits = {str(u): sorted(ts) for u, ts in sorted(by_unit.items())}
+        for c in report.changes:
+            c.culprits = [str(u) for u in per_test.get(c.id, [])]
+        if report.probe is not None:
+            report.probe.culprits = [str(u) for u in per_test.get(PROBE, [])]
+        report.notes.append(
+            f"culprit search: {trials} trial migration(s)" if trials
+            else "culprit search needed no trial: each regression involves a single codemod change"
+        )
+        if report.culprit_units:
+            self.confirm_without(report)
+
+    def confirm_without(self, report: VerifyReport) -> None:
+        """Run everything again on the migration minus the culprits: is the rest clean?"""
+        units = report.culprit_units
+        self.say("checking the migration without the culprits")
+        root, project, _ = self.new_copy("without", without=units)
+        try:
+            flaky = {c.id for c in report.changes if c.kind == FLAKY}
+            regressions: list[str] = []
+            if self.command is not None:
+                before = {c.id: junit.Outcome(c.before, c.before_message) for c in report.changes if c.before}
+                run = self.run_tests(project, "without")
+                fake_before = Run(0, 0, before, "")
+                after = self.side_outcomes(run, fake_before)
+                regressions = [c.id for c in compare(before, after) if c.kind in (REGRESSION, MISSING) and c.id not in flaky]
+            probe = self.probe_after(project).status if report.probe is not None else None
+            report.without_culprits = WithoutCulprits([str(u) for u in units], regressions, probe)
+        finally:
+            copies.remove(root)
+
+    # -- probe ------------------------------------------------------------------------------
+
+    def probe_run(self, project: Path, label: str) -> execute.Completed:
+        try:
+            done = execute.run(self.options.probe, project, self.env_for(project), self.options.timeout, merge_output=False)
+        except execute.StartError as exc:
+            raise Abort(f"the probe command cannot start ({label}): {exc}") from None
+        if done.timed_out:
+            raise Abort(f"the probe timed out after {self.options.timeout:g} s ({label} side); raise --timeout")
+        # Each copy lives in its own folder: paths printed by the probe must not count as differences.
+        root = self.copy_root(project)
+        stdout = done.stdout.replace(os.path.realpath(root), "<copy>").replace(str(root), "<copy>")
+        return replace(done, stdout=stdout)
+
+    def probe_after(self, project: Path) -> ProbeResult:
+        """The probe in a migrated copy, compared with the first before-run."""
+        return self.judge_probe(self.probe_before, self.probe_run(project, "trial"))
+
+    def judge_probe(self, before: execute.Completed, after: execute.Completed) -> ProbeResult:
+        o = self.options
+        result = ProbeResult(
+            o.probe, "equal", before_returncode=before.returncode, after_returncode=after.returncode,
+            before_tail=before.tail[-1500:], after_tail=after.tail[-1500:],
+        )  # fmt: skip
+        if before.returncode != 0 and after.returncode != 0:
+            result.status = "both-failed"
+        elif after.returncode != 0:
+            result.status = "after-failed"
+        elif before.returncode != 0:
+            result.status = "fixed"
+        else:
+            result.divergence, result.compared = first_divergence(before.stdout, after.stdout, o.rtol, o.atol)
+            result.status = "diverged" if result.divergence else "equal"
+        return result
+
+    def probe_phase(self, report: VerifyReport, before: Path, after: Path) -> None:
+        self.say(f"running the probe `{self.options.probe}` before and after")
+        b, a = self.pmap(lambda side: self.probe_run(side[1], side[0]), [("before", before), ("after", after)])
+        self.probe_before = b
+        report.probe = self.judge_probe(b, a)
+        if report.probe.status == "both-failed":
+            raise Abort(f"the probe fails before and after (exit {b.returncode}): {_last_lines(b.tail)}")
+        if report.probe.status == "equal" and report.probe.compared == 0:
+            report.notes.append("the probe printed no numbers: only its text was compared")
+
+
+def _last_lines(text: str, n: int = 3) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return " | ".join(lines[-n:]) or "(no output)"
+
+
+def verify(
+    path: str | Path, options: VerifyOptions | None = None, on_event: Callable[[str], None] | None = None
+) -> VerifyReport:
+    """Verify the migration of the project at `path`. The user's tree is only read.
+
+    Raises `codemods.config.ConfigError` / `codemods.registry.SelectionError` for bad options;
+    every other failure is a report with status "error" (exit code 2).
+    """
+    options = options or VerifyOptions()
+    started = time.monotonic()
+    report = VerifyReport(str(path))
+    session = Session(Path(path), options, on_event)
+    restore = _terminate_as_interrupt()
+    try:
+        _verify(session, report)
+    except Abort as exc:
+        report.status, report.message = ERROR, str(exc)
+    finally:
+        execute.kill_all()
+        restore()
+        if options.keep_copies:
+            report.copies = str(session.workdir)
+        else:
+            copies.remove(session.workdir)
+        report.seconds = time.monotonic() - started
+    return report
+
+
+def _verify(session: Session, report: VerifyReport) -> None:
+    options = session.options
+    before, after, migration = session.prepare()
+    report.migration = migration
+    changed = [f.path for f in migration.changed]
+    report.diffstat = diffstat(before, after, changed)
+    report.diff = unified(before, after, changed)
+    report.baseline = {rel: digest(before / rel) for rel in changed}
+    report.verified = {rel: digest(after / rel) for rel in changed}
+    if migration.problems:
+        report.notes.append(f"{len(migration.problems)} file(s) could not be migrated and were left as they are")
+    if not changed:
+        report.status, report.message = UNCHANGED, "nothing to migrate: no codemod changed any file; nothing to verify"
+        return
+    session.setup_device()
+    report.device = session.device
+    session.isolate_imports(after, changed)
+    report.notes.extend(session.notes)
+    session.choose_command(before)
+    if session.command is not None:
+        report.test_command = session.command.text
+        session.test_phase(report, before, after)
+    if options.probe:
+        session.probe_phase(report, before, after)
+    session.culprit_phase(report, fired(migration))
+    bad = report.regressions or (report.probe is not None and report.probe.regression)
+    report.status = REGRESSIONS if bad else OK
+    report.message = _verdict(report)
+
+
+def _verdict(report: VerifyReport) -> str:
+    if report.status == OK:
+        parts = [f"no regressions"]
+        if report.fixed:
+            parts.append(f"{len(report.fixed)} test(s) fixed by the migration")
+        if report.flaky:
+            parts.append(f"{len(report.flaky)} flaky")
+        if report.probe is not None:
+            parts.append(f"probe {report.probe.status}")
+        return "; ".join(parts)
+    parts = []
+    if report.regressions:
+        parts.append(f"{len(report.regressions)} regression(s)")
+    if report.probe is not None and report.probe.regression:
+        parts.append(f"probe {report.probe.status}")
+    if report.culprit_units:
+        parts.append("caused by " + ", ".join(str(u) for u in report.culprit_units))
+    return "; ".join(parts)
+
+
+def _terminate_as_interrupt() -> Callable[[], None]:
+    """Treat SIGTERM like Ctrl-C while verifying, so the copies and child processes are cleaned up."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except (ValueError, OSError):
+        return lambda: None
+    return lambda: signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,87 @@
+"""Per-test outcomes from a JUnit XML file, keyed by pytest node id where it can be rebuilt.
+
+pytest is asked for the `xunit1` family, whose `<testcase>` carries `file` next to `classname`
+and `name`; from those the node id (`tests/test_x.py::TestA::test_b[1]`) is rebuilt, so reruns
+can target single tests. Where it cannot be rebuilt the id is `classname::name`.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+# Worst wins when one test has several entries (pytest writes a teardown error as its own entry).
+RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
+FAILING = ("failed", "error")
+MESSAGE = 300
+
+
+class JUnitError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Outcome:
+    outcome: str  # passed | failed | error | skipped
+    message: str = ""
+    file: str | None = None  # xunit1's file attribute, relative to pytest's rootdir
+
+    @property
+    def failing(self) -> bool:
+        return self.outcome in FAILING
+
+
+def node_id(classname: str, name: str, file: str | None) -> str:
+    """pytest's node id, undoing junitxml's mangling (path separators to dots, `.py` dropped)."""
+    if not classname:  # a collection error: `name` is the module's dotted path
+        return file if file else name
+    if file and file.endswith(".py"):
+        module = re.sub(r"\.py$", "", file).replace("/", ".").replace("\\", ".")
+        if classname == module:
+            return f"{file}::{name}"
+        if classname.startswith(module + "."):
+            return "::".join([file, *classname[len(module) + 1 :].split("."), name])
+    return f"{classname}::{name}"
+
+
+def _outcome(case: ET.Element) -> tuple[str, str]:
+    for tag, outcome in (("error", "error"), ("failure", "failed"), ("skipped", "skipped")):
+        child = case.find(tag)
+        if child is not None:
+            message = child.get("message") or (child.text or "").strip()
+            return outcome, " ".join(message.split())[:MESSAGE]
+    return "passed", ""
+
+
+def parse(path: Path) -> dict[str, Outcome]:
+    """Every `<testcase>` in the file; raises JUnitError when the file is missing or malformed."""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise JUnitError(f"cannot read JUnit XML {path}: {exc}") from None
+    results: dict[str, Outcome] = {}
+    for case in root.iter("testcase"):
+        file = case.get("file")
+        test_id = node_id(case.get("classname", ""), case.get("name", ""), file)
+        outcome, message = _outcome(case)
+        previous = results.get(test_id)
+        if previous is None or RANK[outcome] > RANK[previous.outcome]:
+            results[test_id] = Outcome(outcome, message, file)
+    return results
+
+
+def rerun_target(test_id: str, outcome: Outcome, bases: list[Path]) -> str | None:
+    """An absolute pytest argument selecting `test_id`, or None when its file cannot be found.
+
+    Node ids are relative to pytest's rootdir, which may be the working directory or one above it.
+    """
+    path, sep, rest = test_id.partition("::")
+    if not path.endswith(".py"):
+        return None
+    for base in bases:
+        candidate = base / path
+        if candidate.is_file():
+            return f"{candidate}::{rest}" if sep else str(candidate)  # no `::`: a whole module
+    return None

@@ -1,0 +1,159 @@
+"""Options and results of a verification: plain data, JSON-ready."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from codemods.results import Report
+from codemods.verify.compare import FIXED, FLAKY, MISSING, REGRESSION, TestChange, counts
+from codemods.verify.device import Device
+from codemods.verify.migration import FileStat
+from codemods.verify.probe import Divergence
+
+OK, UNCHANGED, REGRESSIONS, ERROR = "ok", "nothing-to-migrate", "regressions", "error"
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """How to verify. Selection fields mean what they mean in `codemods.api.Options`."""
+
+    tests: str | None = None  # test command; default `python -m pytest` when the project has tests
+    probe: str | None = None  # a command whose printed numbers must match before and after
+    python: str | None = None  # target interpreter; default: active venv's, else ours
+    device: str = "auto"  # auto | cpu | cuda
+    timeout: float = 1200.0  # seconds, per side and per run
+    rerun: int = 2  # reruns of each changed test on both sides, to tell flaky from real
+    rtol: float = 1e-5
+    atol: float = 1e-8
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] | None = None
+    unsafe: bool | None = None
+    exclude: tuple[str, ...] = ()
+    use_config: bool = True
+    find_culprits: bool = True
+    parallel: bool | None = None  # both sides at once; default: with 2+ CPUs and not on CUDA
+    keep_copies: bool = False
+
+
+@dataclass
+class SideRun:
+    label: str  # before | after | ...
+    command: str
+    returncode: int | None
+    seconds: float
+    per_test: bool  # JUnit XML was read
+    outcomes: dict[str, int] = field(default_factory=dict)  # passed/failed/error/skipped -> count
+    tail: str = ""
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class ProbeResult:
+    command: str
+    status: str  # equal | diverged | after-failed | fixed | both-failed
+    compared: int = 0
+    divergence: Divergence | None = None
+    before_returncode: int | None = None
+    after_returncode: int | None = None
+    before_tail: str = ""
+    after_tail: str = ""
+    culprits: list[str] = field(default_factory=list)
+
+    @property
+    def regression(self) -> bool:
+        return self.status in ("diverged", "after-failed")
+
+    def to_dict(self) -> dict:
+        data = dict(self.__dict__)
+        data["divergence"] = self.divergence.to_dict() if self.divergence else None
+        return data
+
+
+@dataclass
+class WithoutCulprits:
+    """The migration minus the culprit units, run through the whole test command once more."""
+
+    units: list[str]
+    regressions: list[str]
+    probe: str | None = None  # its probe status, when there is a probe
+
+    @property
+    def clean(self) -> bool:
+        return not self.regressions and self.probe in (None, "equal", "fixed")
+
+    def to_dict(self) -> dict:
+        return {"units": self.units, "regressions": self.regressions, "probe": self.probe, "clean": self.clean}
+
+
+@dataclass
+class VerifyReport:
+    path: str
+    status: str = OK
+    message: str = ""  # why it could not run (status error), else a one-line verdict
+    device: Device | None = None
+    migration: Report | None = None  # the after copy's migration
+    diffstat: list[FileStat] = field(default_factory=list)
+    diff: str = ""
+    test_command: str | None = None
+    sides: list[SideRun] = field(default_factory=list)
+    changes: list[TestChange] = field(default_factory=list)
+    probe: ProbeResult | None = None
+    culprits: dict[str, list[str]] = field(default_factory=dict)  # unit -> test ids (or "<probe>")
+    culprit_units: list = field(default_factory=list)  # the Units, for --drop-culprits
+    unexplained: list[str] = field(default_factory=list)
+    without_culprits: WithoutCulprits | None = None
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    copies: str | None = None  # where the copies are, when kept
+    baseline: dict[str, str] = field(default_factory=dict, repr=False)  # changed file -> sha256 before
+    verified: dict[str, str] = field(default_factory=dict, repr=False)  # changed file -> sha256 after
+
+    @property
+    def regressions(self) -> list[TestChange]:
+        return [c for c in self.changes if c.kind in (REGRESSION, MISSING)]
+
+    @property
+    def fixed(self) -> list[TestChange]:
+        return [c for c in self.changes if c.kind == FIXED]
+
+    @property
+    def flaky(self) -> list[TestChange]:
+        return [c for c in self.changes if c.kind == FLAKY]
+
+    @property
+    def exit_code(self) -> int:
+        return {OK: 0, UNCHANGED: 0, REGRESSIONS: 1}.get(self.status, 2)
+
+    def to_dict(self) -> dict:
+        migration = self.migration
+        return {
+            "version": 1,
+            "path": self.path,
+            "status": self.status,
+            "message": self.message,
+            "exit_code": self.exit_code,
+            "device": self.device.to_dict() if self.device else None,
+            "migration": {
+                "codemods": list(migration.codes),
+                "rewrites": dict(sorted(migration.rewrites.items())),
+                "files_changed": [f.path for f in migration.changed],
+                "findings": len(migration.findings),
+                "errors": [str(p) for p in migration.problems],
+            }
+            if migration
+            else None,
+            "diffstat": [s.__dict__ for s in self.diffstat],
+            "test_command": self.test_command,
+            "sides": [s.to_dict() for s in self.sides],
+            "summary": counts(self.changes),
+            "tests": [c.to_dict() for c in self.changes],
+            "probe": self.probe.to_dict() if self.probe else None,
+            "culprits": self.culprits,
+            "unexplained": self.unexplained,
+            "without_culprits": self.without_culprits.to_dict() if self.without_culprits else None,
+            "notes": self.notes,
+            "seconds": round(self.seconds, 2),
+            "copies": self.copies,
+        }

@@ -1,0 +1,165 @@
+"""Verification reports: text for the terminal, JSON for machines, Markdown for a pull request."""
+
+from __future__ import annotations
+
+import json
+
+from codemods import registry
+from codemods.verify.compare import ADDED, CHANGED, FIXED, FLAKY, MISSING, REGRESSION, UNCHANGED
+from codemods.verify.model import ERROR, OK, REGRESSIONS, UNCHANGED as NOTHING, VerifyReport
+
+SECTIONS = (
+    (REGRESSION, "Regressions"),
+    (MISSING, "Missing after the migration (passed before)"),
+    (FIXED, "Fixed by the migration"),
+    (FLAKY, "Flaky (outcome changed between identical runs; not counted)"),
+    (CHANGED, "Changed, still not passing"),
+    (ADDED, "Added"),
+)
+ARROW = "→"
+
+
+def _name(code: str) -> str:
+    try:
+        return registry.get(code).name
+    except registry.SelectionError:
+        return ""
+
+
+def _tally(outcomes: dict[str, int]) -> str:
+    order = ("passed", "failed", "error", "skipped")
+    return ", ".join(f"{outcomes[k]} {k}" for k in order if outcomes.get(k)) or "no per-test results"
+
+
+def _runs(change) -> str:
+    if not change.reruns_before:
+        return ""
+    fmt = lambda xs: "/".join(x or "absent" for x in xs)  # noqa: E731
+    return f" (reruns before: {fmt(change.reruns_before)}; after: {fmt(change.reruns_after)})"
+
+
+def _same(report: VerifyReport) -> str:
+    same = [c for c in report.changes if c.kind == UNCHANGED]
+    failing = sum(c.after in ("failed", "error") for c in same)
+    return f"{len(same)} test(s) with the same outcome before and after" + (
+        f" ({failing} failing on both sides)." if failing else "."
+    )
+
+
+def text(report: VerifyReport) -> str:
+    lines = [f"verify {report.path}"]
+    if report.device is not None:
+        lines.append(f"  device:   {report.device.summary}")
+    if report.migration is not None:
+        rewrites = ", ".join(f"{c} {_name(c)} ×{n}" for c, n in sorted(report.migration.rewrites.items()))
+        lines.append(f"  migrated: {len(report.migration.changed)} file(s){': ' + rewrites if rewrites else ''}")
+        for stat in report.diffstat:
+            lines.append(f"    {stat.path}  +{stat.added} -{stat.removed}")
+    for side in report.sides:
+        lines.append(f"  {side.label + ':':<9} `{side.command}` exit {side.returncode}, {_tally(side.outcomes)} ({side.seconds:.1f} s)")
+    lines.append("")
+    for kind, title in SECTIONS:
+        rows = [c for c in report.changes if c.kind == kind]
+        if not rows:
+            continue
+        lines.append(f"{title} ({len(rows)}):")
+        for c in rows:
+            lines.append(f"  {c.id}  {c.before or 'absent'} {ARROW} {c.after or 'absent'}{_runs(c)}")
+            message = c.after_message if kind in (REGRESSION, CHANGED, ADDED) else c.before_message
+            if message and kind != FLAKY:
+                lines.append(f"      {'after' if kind in (REGRESSION, CHANGED, ADDED) else 'before'}: {message}")
+            if c.culprits:
+                lines.append(f"      culprit: {', '.join(c.culprits)}")
+            if c.note:
+                lines.append(f"      note: {c.note}")
+        lines.append("")
+    if any(c.kind == UNCHANGED for c in report.changes):
+        lines.append(_same(report))
+    if report.probe is not None:
+        p = report.probe
+        lines.append(f"Probe `{p.command}`: {p.status} ({p.compared} number(s) compared)")
+        if p.divergence is not None:
+            d = p.divergence
+            lines += [f"  first divergence, output line {d.line}: {d.reason}", f"    before: {d.before}", f"    after:  {d.after}"]
+        if p.status == "after-failed":
+            lines.append(f"  after (exit {p.after_returncode}): {p.after_tail.splitlines()[-1] if p.after_tail else ''}")
+        if p.culprits:
+            lines.append(f"  culprit: {', '.join(p.culprits)}")
+    if report.unexplained:
+        lines.append(f"No single codemod explains: {', '.join(report.unexplained)}")
+    if report.without_culprits is not None:
+        w = report.without_culprits
+        if w.clean:
+            lines.append(f"Without {', '.join(w.units)}: no regressions; `run --verify --drop-culprits` writes the rest.")
+        else:
+            lines.append(f"Without {', '.join(w.units)}: still {len(w.regressions)} regression(s){'; probe ' + w.probe if w.probe else ''}.")
+    for note in report.notes:
+        lines.append(f"note: {note}")
+    if report.copies:
+        lines.append(f"copies kept in {report.copies}")
+    label = {OK: "OK", NOTHING: "OK", REGRESSIONS: "REGRESSIONS", ERROR: "COULD NOT VERIFY"}[report.status]
+    lines.append(f"{label}: {report.message} ({report.seconds:.1f} s, exit {report.exit_code})")
+    return "\n".join(lines)
+
+
+def as_json(report: VerifyReport) -> str:
+    return json.dumps(report.to_dict(), indent=2)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(report: VerifyReport) -> str:
+    icon = {OK: "✅", NOTHING: "✅", REGRESSIONS: "❌", ERROR: "⚠️"}[report.status]
+    out = [f"## torch-migrate: verified migration of `{report.path}`", "", f"{icon} **{report.message}**", ""]
+    m = report.migration
+    if m is not None and m.changed:
+        added = sum(s.added for s in report.diffstat)
+        removed = sum(s.removed for s in report.diffstat)
+        out += [f"### Changes ({len(report.diffstat)} file(s), +{added} −{removed})", "", "| file | + | − |", "|---|---:|---:|"]
+        out += [f"| `{_cell(s.path)}` | {s.added} | {s.removed} |" for s in report.diffstat]
+        out += ["", "### Codemods applied", "", "| code | name | rewrites |", "|---|---|---:|"]
+        out += [f"| {c} | {_name(c)} | {n} |" for c, n in sorted(m.rewrites.items())]
+        findings = len(m.findings)
+        if findings:
+            out += ["", f"{findings} finding(s) left for manual review (`torch-migrate run --diff` lists them)."]
+        out.append("")
+    if report.sides:
+        out += [f"### Tests (`{_cell(report.test_command or '')}`)", "", "| | before | after |", "|---|---|---|"]
+        by = {s.label: s for s in report.sides}
+        b, a = by.get("before"), by.get("after")
+        if b and a:
+            out.append(f"| exit code | {b.returncode} | {a.returncode} |")
+            for k in ("passed", "failed", "error", "skipped"):
+                if b.outcomes.get(k) or a.outcomes.get(k):
+                    out.append(f"| {k} | {b.outcomes.get(k, 0)} | {a.outcomes.get(k, 0)} |")
+            out.append(f"| time | {b.seconds:.1f} s | {a.seconds:.1f} s |")
+        rows = [c for c in report.changes if c.kind != UNCHANGED]
+        if rows:
+            out += ["", "| test | before | after | result | culprit |", "|---|---|---|---|---|"]
+            for c in rows:
+                result = c.kind + (f" — {c.note}" if c.note else "")
+                out.append(
+                    f"| `{_cell(c.id)}` | {c.before or '—'} | {c.after or '—'} | {_cell(result)} | {_cell(', '.join(c.culprits))} |"
+                )
+        out += ["", _same(report), ""] if any(c.kind == UNCHANGED for c in report.changes) else [""]
+    if report.probe is not None:
+        p = report.probe
+        out += [f"### Probe (`{_cell(p.command)}`)", "", f"**{p.status}**, {p.compared} number(s) compared."]
+        if p.divergence is not None:
+            d = p.divergence
+            out += ["", f"First divergence at output line {d.line}: {d.reason}", "", "```", f"- {d.before}", f"+ {d.after}", "```"]
+        out.append("")
+    if report.without_culprits is not None:
+        w = report.without_culprits
+        verdict = "no regressions" if w.clean else f"{len(w.regressions)} regression(s) remain"
+        out += [f"Without {', '.join(w.units)}: {verdict}.", ""]
+    if report.device is not None:
+        out += ["### Device", "", report.device.summary, ""]
+    for note in report.notes:
+        out.append(f"- {note}")
+    return "\n".join(out).rstrip() + "\n"
+
+
+RENDERERS = {"text": text, "json": as_json, "markdown": markdown}
