@@ -81,6 +81,8 @@ def summary_table(results: list[RepoResult], resumed: set[str]):
         status = r.status + (" (resumed)" if r.name in resumed else "")
         if r.status == "failed":
             status += f": {r.message}"
+        elif r.problems:
+            status += f" ({len(r.problems)} file(s) left untouched, see REPORT.md)"
         tests = f"{_outcomes(r.tests_before)} → {_outcomes(r.tests_after)}" if r.tests_before is not None else "—"
         table.add_row(
             r.name, status, str(r.files_changed), str(sum(r.rewrites.values())), str(r.findings), tests,
