@@ -67,8 +67,7 @@ def markdown_report(result: RepoResult, diffstat: str, checked, report) -> str:
 
 
 def _device(device) -> str:
-    data = device.to_dict() if hasattr(device, "to_dict") else dict(device.__dict__)
-    return ", ".join(f"{k}={v}" for k, v in data.items() if v not in (None, "", []))
+    return device.summary()
 
 
 def summary_table(results: list[RepoResult], resumed: set[str]):
