@@ -67,7 +67,7 @@ def markdown_report(result: RepoResult, diffstat: str, checked, report) -> str:
 
 
 def _device(device) -> str:
-    return device.summary()
+    return device.summary
 
 
 def summary_table(results: list[RepoResult], resumed: set[str]):
