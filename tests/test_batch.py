@@ -92,6 +92,7 @@ def test_batch_commits_fixes_refuses_regressions_and_reports_bad_files(tmp_path:
     assert "TM001 loss-reduction: 1 rewrite(s)" in message and "Verification:" in message
     report = (tmp_path / "work" / "reports" / "fixable" / "REPORT.md").read_text()
     assert "## Codemods applied" in report and "| TM001 |" in report and "## Verification" in report
+    assert "Device: torch " in report and "| tests | " in report
     assert json.loads((tmp_path / "work" / "reports" / "fixable" / "report.json").read_text())["repo"]["status"] == "migrated"
 
     breaks = by_name["breaks"]
