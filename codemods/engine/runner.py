@@ -7,13 +7,15 @@ import fnmatch
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from codemods.engine.cache import Cache, Outcome
 from codemods.engine.notebooks import transform_notebook
 from codemods.engine.pipeline import transform_source
-from codemods.engine.source import SourceError, decode
+from codemods.engine.source import Decoded, SourceError, decode
 from codemods.engine.writer import write_atomic
 from codemods.helpers.codemod import FileContext
 from codemods.helpers.facts import RepoFacts
@@ -35,6 +37,7 @@ class Plan:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     max_bytes: int = 2_000_000
     root: str | None = None  # per-file-ignores globs are relative to this (the config's folder)
+    cache_dir: str | None = None  # the per-file result cache (engine/cache.py); None: no cache
 
     def specs_for(self, rel: str) -> tuple[Spec, ...]:
         ignored = {
@@ -69,32 +72,76 @@ def process_file(path: Path, display: str, plan: Plan) -> FileResult:
     specs = plan.specs_for(os.path.relpath(path.resolve(), plan.root) if plan.root else display)
     if not specs:
         return FileResult(display, Status.SKIPPED)
+    if path.suffix == ".ipynb":
+        return _notebook(path, display, data, specs, plan)
+
+    cache = _cache(plan.cache_dir)
+    key = outcome = source = None
+    if cache is not None:
+        uses_facts = any(s.codemod.USES_REPO_FACTS for s in specs)
+        key = cache.key(data, display, [s.code for s in specs], plan.device_name, plan.facts if uses_facts else None)
+        outcome = cache.get(key)
+    if outcome is None:
+        outcome, source = _outcome(data, display, specs, plan)
+        if cache is not None:
+            cache.put(key, outcome)
+
+    result = FileResult(display, outcome.status, outcome.rewrites, outcome.findings, outcome.problem, notes=outcome.notes)
+    if outcome.status is not Status.CHANGED:
+        return result
+    if source is None:  # a cache hit: only the (cheap) decoding is redone, to diff or write
+        source = decode(data)
+    diff = unified_diff(source.text, outcome.code, display) if plan.mode == "diff" else None
+    if plan.mode == "write":
+        try:
+            write_atomic(path, source.encode(outcome.code))
+        except (OSError, UnicodeEncodeError) as exc:
+            reason = f"cannot write: {getattr(exc, 'strerror', None) or exc}; left untouched"
+            return FileResult(display, Status.ERROR, findings=outcome.findings, problem=Problem(display, 0, reason))
+    return replace(result, diff=diff)
+
+
+def _outcome(data: bytes, display: str, specs: tuple[Spec, ...], plan: Plan) -> tuple[Outcome, Decoded | None]:
+    """What the pipeline makes of a module's bytes: the part of `process_file` that is cached."""
+    try:
+        source = decode(data)
+    except SourceError as exc:
+        return Outcome(Status.ERROR, {}, problem=Problem(display, exc.line, exc.reason)), None
+    result = transform_source(source.text, specs, FileContext(display, plan.device_name, plan.facts))
+    notes = tuple(result.notes)
+    if result.problem is not None:
+        return Outcome(Status.ERROR, {}, result.findings, result.problem, notes), source
+    if not result.changed:
+        status = Status.UNCHANGED if result.parsed else Status.SKIPPED
+        return Outcome(status, {}, result.findings, notes=notes), source
+    return Outcome(Status.CHANGED, dict(result.rewrites or {}), result.findings, None, notes, result.code), source
+
+
+@lru_cache(maxsize=4)
+def _cache(directory: str | None) -> Cache | None:
+    """One Cache per directory and process (pool workers build their own)."""
+    return Cache(directory) if directory else None
+
+
+def _notebook(path: Path, display: str, data: bytes, specs: tuple[Spec, ...], plan: Plan) -> FileResult:
+    """Notebooks are not cached (rare, and their diff is per cell)."""
     try:
         source = decode(data)
     except SourceError as exc:
         return FileResult(display, Status.ERROR, problem=Problem(display, exc.line, exc.reason))
-
-    file = FileContext(display, plan.device_name, plan.facts)
-    if path.suffix == ".ipynb":
-        notebook = transform_notebook(source.text, specs, file)
-        result = notebook.result
-    else:
-        result = transform_source(source.text, specs, file)
+    notebook = transform_notebook(source.text, specs, FileContext(display, plan.device_name, plan.facts))
+    result = notebook.result
     if result.problem is not None:
         return FileResult(display, Status.ERROR, findings=result.findings, problem=result.problem)
     if not result.changed:
         status = Status.UNCHANGED if result.parsed else Status.SKIPPED
         return FileResult(display, status, findings=result.findings)
-
     diff = None
     if plan.mode == "diff":
-        if path.suffix == ".ipynb":
-            diff = "".join(
-                unified_diff(old, new, f"{display} [cell {index}]")
-                for index, old, new in zip(notebook.changed_cells, notebook.cells_before, notebook.cells_after)
-            )
-        else:
-            diff = unified_diff(source.text, result.code, display)
+        diff = "".join(
+            unified_diff(old, new, f"{display} [cell {index}]")
+            for index, old, new in zip(notebook.changed_cells, notebook.cells_before, notebook.cells_after)
+        )
     if plan.mode == "write":
         try:
             write_atomic(path, source.encode(result.code))
