@@ -225,7 +225,7 @@ def count_lines(paths: list[Path]) -> int:
 # -- the expectation the real-corpus test checks ------------------------------------------------
 
 
-def summarise(report, root: Path) -> dict:
+def summarise(files, root: Path) -> dict:
     """What a run did to one project, in a form a reviewer can read in a diff.
 
     Per-codemod rewrite and finding counts, how many files changed, and every file that could
@@ -233,44 +233,60 @@ def summarise(report, root: Path) -> dict:
     """
     rewrites: Counter[str] = Counter()
     findings: Counter[str] = Counter()
+    reviews: Counter[str] = Counter()
     errors: dict[str, str] = {}
     changed = 0
-    for f in report.files:
+    for f in files:
         rewrites.update(f.rewrites)
         findings.update(x.code for x in f.findings if x.kind == "finding")
+        reviews.update(x.code for x in f.findings if x.kind == "review")
         changed += f.changed
         if f.problem is not None:
-            rel = Path(f.path).resolve().relative_to(root.resolve()).as_posix() if Path(f.path).is_absolute() else f.path
-            errors[rel] = f.problem.reason + (f" [{f.problem.code}]" if f.problem.code else "")
+            errors[relative(f.path, root)] = f.problem.reason + (f" [{f.problem.code}]" if f.problem.code else "")
     return {
-        "files": len(report.files),
+        "files": len(files),
         "changed_files": changed,
         "rewrites": dict(sorted(rewrites.items())),
         "findings": dict(sorted(findings.items())),
+        "reviews": dict(sorted(reviews.items())),
         "errors": dict(sorted(errors.items())),
     }
+
+
+def relative(display: str, root: Path) -> str:
+    return Path(display).resolve().relative_to(root.resolve()).as_posix()
 
 
 MODES = {"default": False, "unsafe": True}
 
 
-def run_project(root: Path, unsafe: bool, mode: str = "diff", jobs: int | None = None, cache: bool = False):
-    """The whole pipeline (default, or with --unsafe) over one project, config files ignored."""
-    sys.path.insert(0, str(ROOT))
+def run_corpus(dirs: dict[str, Path], unsafe: bool, mode: str = "diff", jobs: int | None = None, cache: bool = False):
+    """The whole pipeline (default, or with --unsafe) over every project in one run, config ignored.
+
+    Returns (report, {name: summary}).
+    """
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     from codemods import api
 
-    options = api.Options(mode=mode, unsafe=unsafe, jobs=jobs, use_config=False)
-    if "cache" in {f.name for f in api.Options.__dataclass_fields__.values()}:
-        options = api.Options(mode=mode, unsafe=unsafe, jobs=jobs, use_config=False, cache=cache)
-    return api.migrate([root], options)
+    options = api.Options(mode=mode, unsafe=unsafe, jobs=jobs, use_config=False, cache=cache)
+    report = api.migrate(sorted(dirs.values()), options)
+    by_project: dict[str, list] = {name: [] for name in dirs}
+    roots = [(name, root.resolve()) for name, root in dirs.items()]
+    for f in report.files:
+        path = Path(f.path).resolve()
+        name = next(n for n, root in roots if root in path.parents)
+        by_project[name].append(f)
+    return report, {name: summarise(files, dirs[name]) for name, files in sorted(by_project.items())}
 
 
 def expected_summary(dirs: dict[str, Path], jobs: int | None = None, log=print) -> dict:
     out: dict = {}
-    for name, root in sorted(dirs.items()):
-        for label, unsafe in MODES.items():
-            log(f"running {label} pipeline on {name}")
-            out.setdefault(name, {})[label] = summarise(run_project(root, unsafe, jobs=jobs), root)
+    for label, unsafe in MODES.items():
+        log(f"running the {label} pipeline over the corpus")
+        _, summary = run_corpus(dirs, unsafe, jobs=jobs)
+        for name, entry in summary.items():
+            out.setdefault(name, {})[label] = entry
     return out
 
 
