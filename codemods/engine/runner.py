@@ -7,6 +7,7 @@ import fnmatch
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -185,5 +186,24 @@ def _results(work: list, jobs: int) -> Iterator[FileResult]:
         return
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     chunk = max(1, min(16, len(work) // (jobs * 4)))
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
-        yield from pool.map(_process, work, chunksize=chunk)
+    done = 0
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
+            for result in pool.map(_process, work, chunksize=chunk):
+                done += 1
+                yield result
+    except BrokenProcessPool:
+        # A worker died (a native crash in the parser on some input). Finish the rest one file
+        # per process: the file that kills its process is reported, every other file migrates.
+        for job in work[done:]:
+            yield _isolated(job, method)
+
+
+def _isolated(job: tuple[Path, str, Plan], method: str) -> FileResult:
+    try:
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context(method)) as pool:
+            return pool.submit(_process, job).result()
+    except BrokenProcessPool:
+        display = job[1]
+        reason = "the parser crashed on this file (its process died); left untouched"
+        return FileResult(display, Status.ERROR, problem=Problem(display, 0, reason))
