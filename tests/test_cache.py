@@ -198,12 +198,20 @@ def test_facts_round_trip_and_corruption(tmp_path: Path) -> None:
     assert store.get_facts(key) is None
 
 
-def test_parallel_run_uses_the_cache_too(tmp_path: Path) -> None:
+def test_parallel_run_uses_the_cache_too(tmp_path: Path, monkeypatch) -> None:
     root = tmp_path / "many"
     root.mkdir()
     for i in range(12):
         (root / f"m{i}.py").write_text(LEGACY)
     cold = migrate([str(root)], Options(use_config=False, jobs=2, mode="diff"))
     assert len(_entries(root)) == 12
+    monkeypatch.setattr(runner, "ProcessPoolExecutor", lambda *a, **k: pytest.fail("a warm run started a pool"))
     warm = migrate([str(root)], Options(use_config=False, jobs=2, mode="diff"))
     assert _comparable(warm) == _comparable(cold)
+    (root / "m3.py").write_text(LEGACY + "x = 1\n")  # one miss among hits: computed, in order
+    monkeypatch.undo()
+    mixed = migrate([str(root)], Options(use_config=False, jobs=2, mode="diff"))
+    assert [f.path for f in mixed.files] == [f.path for f in cold.files]
+    at = next(i for i, f in enumerate(cold.files) if f.path.endswith("m3.py"))
+    assert mixed.files[at].diff != cold.files[at].diff
+    assert [c for i, c in enumerate(_comparable(mixed)) if i != at] == [c for i, c in enumerate(_comparable(cold)) if i != at]

@@ -59,8 +59,11 @@ def unified_diff(old: str, new: str, display: str) -> str:
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
-def process_file(path: Path, display: str, plan: Plan) -> FileResult:
-    """Migrate one file. Every failure becomes a `FileResult` with a `Problem`; nothing raises."""
+def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = False) -> FileResult | None:
+    """Migrate one file. Every failure becomes a `FileResult` with a `Problem`; nothing raises.
+
+    With `cached_only`, None when the result would need the pipeline (not in the cache).
+    """
     try:
         size = path.stat().st_size
         if size > plan.max_bytes:
@@ -74,15 +77,19 @@ def process_file(path: Path, display: str, plan: Plan) -> FileResult:
     if not specs:
         return FileResult(display, Status.SKIPPED)
     if path.suffix == ".ipynb":
-        return _notebook(path, display, data, specs, plan)
+        return None if cached_only else _notebook(path, display, data, specs, plan)
 
     cache = _cache(plan.cache_dir)
+    if cached_only and cache is None:
+        return None
     key = outcome = source = None
     if cache is not None:
         uses_facts = any(s.codemod.USES_REPO_FACTS for s in specs)
         key = cache.key(data, display, [s.code for s in specs], plan.device_name, plan.facts if uses_facts else None)
         outcome = cache.get(key)
     if outcome is None:
+        if cached_only:
+            return None
         outcome, source = _outcome(data, display, specs, plan)
         if cache is not None:
             cache.put(key, outcome)
@@ -172,12 +179,27 @@ def run_files(
     """Process `(path, display)` pairs; results come back in input order whatever `jobs` is."""
     jobs = jobs or os.cpu_count() or 1
     work = [(path, display, plan) for path, display in files]
+    # Cache hits are answered here (reading and hashing is cheap); only misses go to the
+    # pipeline, so a warm run starts no worker processes at all.
+    known = [_lookup(job) for job in work] if plan.cache_dir else [None] * len(work)
+    computed = _results([job for job, hit in zip(work, known) if hit is None], jobs)
     results: list[FileResult] = []
-    for result in _results(work, jobs):
+    for hit in known:
+        result = hit if hit is not None else next(computed)
         results.append(result)
         if on_result is not None:
             on_result(result)
+    for _ in computed:  # nothing is left; this closes the pool
+        raise AssertionError("more results than files")
     return results
+
+
+def _lookup(job: tuple[Path, str, Plan]) -> FileResult | None:
+    path, display, plan = job
+    try:
+        return process_file(path, display, plan, cached_only=True)
+    except Exception:  # whatever went wrong, the full run of this file will say it
+        return None
 
 
 def _results(work: list, jobs: int) -> Iterator[FileResult]:
