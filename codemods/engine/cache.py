@@ -115,8 +115,8 @@ class Cache:
         digest.update(hashlib.sha256(data).digest())
         return digest.hexdigest()
 
-    def _path(self, key: str) -> Path:
-        return self.directory / f"v{FORMAT}" / key[:2] / f"{key}.json"
+    def _path(self, key: str, kind: str = "") -> Path:
+        return self.directory / f"v{FORMAT}" / (kind or key[:2]) / f"{key}.json"
 
     def get(self, key: str) -> Outcome | None:
         try:
@@ -136,10 +136,10 @@ class Cache:
     def put(self, key: str, outcome: Outcome) -> None:
         self._write(key, {"key": key, "outcome": outcome.to_json()})
 
-    def _write(self, key: str, record: dict) -> None:
+    def _write(self, key: str, record: dict, kind: str = "") -> None:
         if not self.writable:
             return
-        path = self._path(key)
+        path = self._path(key, kind)
         try:
             if not self.directory.exists():
                 self.directory.mkdir(parents=True, exist_ok=True)
@@ -174,7 +174,7 @@ class Cache:
 
     def get_facts(self, key: str) -> RepoFacts | None:
         try:
-            raw = json.loads(self._path(key).read_bytes())
+            raw = json.loads(self._path(key, "facts").read_bytes())
             if not isinstance(raw, dict) or raw.get("key") != key:
                 raise ValueError("not this key's entry")
             fields = {name: frozenset(str(v) for v in values) for name, values in raw["facts"].items()}
@@ -186,4 +186,4 @@ class Cache:
         values = asdict(facts).values()
         if not all(isinstance(v, frozenset) and all(isinstance(x, str) for x in v) for v in values):
             return  # a fact that is not a set of names: not cached (recomputed each run)
-        self._write(key, {"key": key, "facts": {k: sorted(v) for k, v in asdict(facts).items()}})
+        self._write(key, {"key": key, "facts": {k: sorted(v) for k, v in asdict(facts).items()}}, "facts")
