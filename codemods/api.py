@@ -13,7 +13,8 @@ from typing import Callable, Iterable, Sequence
 
 from codemods import registry
 from codemods.config import Config, find_config
-from codemods.engine import pipeline
+from codemods.engine import cache, pipeline
+from codemods.engine.cache import Cache
 from codemods.engine.discovery import discover
 from codemods.engine.runner import Plan, run_files
 from codemods.engine.source import SourceError, decode
@@ -37,6 +38,7 @@ class Options:
     jobs: int | None = None
     max_bytes: int = 2_000_000
     use_config: bool = True
+    cache: bool = True  # the per-file result cache (engine/cache.py); False: --no-cache
 
 
 def transform_source(
@@ -55,21 +57,38 @@ def _config(paths: Sequence[Path], options: Options) -> Config:
     return find_config(paths[0])
 
 
-def _facts(files: Iterable[Path], specs: Sequence[registry.Spec]) -> RepoFacts:
-    """The cheap whole-repo first pass, only when a selected codemod asks for it."""
+def _facts(files: Iterable[Path], specs: Sequence[registry.Spec], cache_dir: Path | None = None) -> RepoFacts:
+    """The cheap whole-repo first pass, only when a selected codemod asks for it.
+
+    With a cache, the facts of an unchanged set of files are read back instead of recomputed.
+    """
     if not any(s.codemod.USES_REPO_FACTS for s in specs):
         return RepoFacts()
+    contents = []
+    for path in files:
+        try:
+            contents.append((str(path), path.read_bytes()))
+        except OSError:
+            continue
+    store = Cache(cache_dir) if cache_dir is not None else None
+    key = store.facts_key(contents) if store is not None else None
+    cached = store.get_facts(key) if store is not None else None
+    if cached is not None:
+        return cached
 
     def sources():
-        for path in files:
+        for path, data in contents:
             try:
-                text = decode(path.read_bytes()).text
-            except (OSError, SourceError):
+                text = decode(data).text
+            except SourceError:
                 continue
             if "class " in text or "DataParallel" in text or "DataLoader" in text:
-                yield str(path), text
+                yield path, text
 
-    return collect_facts(sources())
+    facts = collect_facts(sources())
+    if store is not None:
+        store.put_facts(key, facts)
+    return facts
 
 
 def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, list[Path], list[Problem]]:
@@ -84,14 +103,16 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
     )
     found = discover(paths, exclude=(*config.exclude, *options.exclude))
     problems = [Problem(str(p), 0, f"cannot read: {why}") for p, why in found.unreadable]
+    cache_dir = cache.default_dir(paths, config.source) if options.cache else None
     plan = Plan(
         specs=specs,
         mode=options.mode,
         device_name=options.device_name or config.device_name,
-        facts=_facts(found.files, specs),
+        facts=_facts(found.files, specs, cache_dir),
         per_file_ignores=config.per_file_ignores,
         max_bytes=options.max_bytes,
         root=str(config.source.parent.resolve()) if config.source else None,
+        cache_dir=str(cache_dir) if cache_dir is not None else None,
     )
     return plan, config, found.files, problems
 

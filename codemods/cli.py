@@ -109,10 +109,11 @@ def _progress(enabled: bool):
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report here.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip matching paths (repeatable).")
 @click.option("--no-config", is_flag=True, help="Ignore [tool.torch-migrate] in the target.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the per-file result cache.")
 @click.option("--verify", "verify_first", is_flag=True, help="Verify in copies first; write only if no test regresses.")
 @verify_options
 @click.option("--drop-culprits", is_flag=True, help="With --verify: on regressions, write the migration minus the culprit codemods.")
-def run(paths, mode, select, ignore, unsafe, jobs, fmt, output, exclude, no_config, verify_first, drop_culprits, **verify_args) -> None:
+def run(paths, mode, select, ignore, unsafe, jobs, fmt, output, exclude, no_config, no_cache, verify_first, drop_culprits, **verify_args) -> None:
     """Migrate every Python file under PATHS (in place unless --diff/--check).
 
     Exit code: 0 clean; 1 changes or findings remain (with --diff/--check), or, with --verify,
@@ -135,6 +136,7 @@ def run(paths, mode, select, ignore, unsafe, jobs, fmt, output, exclude, no_conf
         exclude=tuple(exclude),
         jobs=jobs,
         use_config=not no_config,
+        cache=not no_cache,
     )
     on_start, on_result, stop = _progress(fmt == "text" and sys.stderr.isatty() and output is None)
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass, replace
 from typing import Sequence
@@ -39,7 +40,34 @@ def _compile_error(code: str, path: str) -> SyntaxError | None:
     return None
 
 
+# libcst's native parser overflows its stack (the process dies) on brackets nested thousands
+# deep, and takes minutes on a line of 200k operators; CPython refuses both in milliseconds
+# (its limit is 200 nested brackets). Such text goes to CPython first, and only on to libcst
+# when CPython accepts it. Real code is never near these limits, so the check is a cheap scan.
+_BRACKET = re.compile(r"[(\[{)\]}]")
+_MAX_DEPTH = 150
+_MAX_LINE = 10_000
+
+
+def _pathological(text: str) -> bool:
+    if max(map(len, text.split("\n")), default=0) > _MAX_LINE:
+        return True
+    depth = 0
+    for match in _BRACKET.finditer(text):
+        if match.group() in "([{":
+            depth += 1
+            if depth > _MAX_DEPTH:
+                return True
+        elif depth:
+            depth -= 1
+    return False
+
+
 def _parse(text: str, path: str) -> cst.Module | Problem:
+    if _pathological(text):
+        python = _compile_error(text, path)
+        if python is not None:
+            return Problem(path, python.lineno or 0, f"syntax error: {python.msg}")
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:

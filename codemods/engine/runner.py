@@ -7,13 +7,16 @@ import fnmatch
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from codemods.engine.cache import Cache, Outcome
 from codemods.engine.notebooks import transform_notebook
 from codemods.engine.pipeline import transform_source
-from codemods.engine.source import SourceError, decode
+from codemods.engine.source import Decoded, SourceError, decode
 from codemods.engine.writer import write_atomic
 from codemods.helpers.codemod import FileContext
 from codemods.helpers.facts import RepoFacts
@@ -35,6 +38,7 @@ class Plan:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     max_bytes: int = 2_000_000
     root: str | None = None  # per-file-ignores globs are relative to this (the config's folder)
+    cache_dir: str | None = None  # the per-file result cache (engine/cache.py); None: no cache
 
     def specs_for(self, rel: str) -> tuple[Spec, ...]:
         ignored = {
@@ -55,8 +59,11 @@ def unified_diff(old: str, new: str, display: str) -> str:
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
-def process_file(path: Path, display: str, plan: Plan) -> FileResult:
-    """Migrate one file. Every failure becomes a `FileResult` with a `Problem`; nothing raises."""
+def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = False) -> FileResult | None:
+    """Migrate one file. Every failure becomes a `FileResult` with a `Problem`; nothing raises.
+
+    With `cached_only`, None when the result would need the pipeline (not in the cache).
+    """
     try:
         size = path.stat().st_size
         if size > plan.max_bytes:
@@ -69,32 +76,80 @@ def process_file(path: Path, display: str, plan: Plan) -> FileResult:
     specs = plan.specs_for(os.path.relpath(path.resolve(), plan.root) if plan.root else display)
     if not specs:
         return FileResult(display, Status.SKIPPED)
+    if path.suffix == ".ipynb":
+        return None if cached_only else _notebook(path, display, data, specs, plan)
+
+    cache = _cache(plan.cache_dir)
+    if cached_only and cache is None:
+        return None
+    key = outcome = source = None
+    if cache is not None:
+        uses_facts = any(s.codemod.USES_REPO_FACTS for s in specs)
+        key = cache.key(data, display, [s.code for s in specs], plan.device_name, plan.facts if uses_facts else None)
+        outcome = cache.get(key)
+    if outcome is None:
+        if cached_only:
+            return None
+        outcome, source = _outcome(data, display, specs, plan)
+        if cache is not None:
+            cache.put(key, outcome)
+
+    result = FileResult(display, outcome.status, outcome.rewrites, outcome.findings, outcome.problem, notes=outcome.notes)
+    if outcome.status is not Status.CHANGED:
+        return result
+    if source is None:  # a cache hit: only the (cheap) decoding is redone, to diff or write
+        source = decode(data)
+    diff = unified_diff(source.text, outcome.code, display) if plan.mode == "diff" else None
+    if plan.mode == "write":
+        try:
+            write_atomic(path, source.encode(outcome.code))
+        except (OSError, UnicodeEncodeError) as exc:
+            reason = f"cannot write: {getattr(exc, 'strerror', None) or exc}; left untouched"
+            return FileResult(display, Status.ERROR, findings=outcome.findings, problem=Problem(display, 0, reason))
+    return replace(result, diff=diff)
+
+
+def _outcome(data: bytes, display: str, specs: tuple[Spec, ...], plan: Plan) -> tuple[Outcome, Decoded | None]:
+    """What the pipeline makes of a module's bytes: the part of `process_file` that is cached."""
+    try:
+        source = decode(data)
+    except SourceError as exc:
+        return Outcome(Status.ERROR, {}, problem=Problem(display, exc.line, exc.reason)), None
+    result = transform_source(source.text, specs, FileContext(display, plan.device_name, plan.facts))
+    notes = tuple(result.notes)
+    if result.problem is not None:
+        return Outcome(Status.ERROR, {}, result.findings, result.problem, notes), source
+    if not result.changed:
+        status = Status.UNCHANGED if result.parsed else Status.SKIPPED
+        return Outcome(status, {}, result.findings, notes=notes), source
+    return Outcome(Status.CHANGED, dict(result.rewrites or {}), result.findings, None, notes, result.code), source
+
+
+@lru_cache(maxsize=4)
+def _cache(directory: str | None) -> Cache | None:
+    """One Cache per directory and process (pool workers build their own)."""
+    return Cache(directory) if directory else None
+
+
+def _notebook(path: Path, display: str, data: bytes, specs: tuple[Spec, ...], plan: Plan) -> FileResult:
+    """Notebooks are not cached (rare, and their diff is per cell)."""
     try:
         source = decode(data)
     except SourceError as exc:
         return FileResult(display, Status.ERROR, problem=Problem(display, exc.line, exc.reason))
-
-    file = FileContext(display, plan.device_name, plan.facts)
-    if path.suffix == ".ipynb":
-        notebook = transform_notebook(source.text, specs, file)
-        result = notebook.result
-    else:
-        result = transform_source(source.text, specs, file)
+    notebook = transform_notebook(source.text, specs, FileContext(display, plan.device_name, plan.facts))
+    result = notebook.result
     if result.problem is not None:
         return FileResult(display, Status.ERROR, findings=result.findings, problem=result.problem)
     if not result.changed:
         status = Status.UNCHANGED if result.parsed else Status.SKIPPED
         return FileResult(display, status, findings=result.findings)
-
     diff = None
     if plan.mode == "diff":
-        if path.suffix == ".ipynb":
-            diff = "".join(
-                unified_diff(old, new, f"{display} [cell {index}]")
-                for index, old, new in zip(notebook.changed_cells, notebook.cells_before, notebook.cells_after)
-            )
-        else:
-            diff = unified_diff(source.text, result.code, display)
+        diff = "".join(
+            unified_diff(old, new, f"{display} [cell {index}]")
+            for index, old, new in zip(notebook.changed_cells, notebook.cells_before, notebook.cells_after)
+        )
     if plan.mode == "write":
         try:
             write_atomic(path, source.encode(result.code))
@@ -124,12 +179,27 @@ def run_files(
     """Process `(path, display)` pairs; results come back in input order whatever `jobs` is."""
     jobs = jobs or os.cpu_count() or 1
     work = [(path, display, plan) for path, display in files]
+    # Cache hits are answered here (reading and hashing is cheap); only misses go to the
+    # pipeline, so a warm run starts no worker processes at all.
+    known = [_lookup(job) for job in work] if plan.cache_dir else [None] * len(work)
+    computed = _results([job for job, hit in zip(work, known) if hit is None], jobs)
     results: list[FileResult] = []
-    for result in _results(work, jobs):
+    for hit in known:
+        result = hit if hit is not None else next(computed)
         results.append(result)
         if on_result is not None:
             on_result(result)
+    for _ in computed:  # nothing is left; this closes the pool
+        raise AssertionError("more results than files")
     return results
+
+
+def _lookup(job: tuple[Path, str, Plan]) -> FileResult | None:
+    path, display, plan = job
+    try:
+        return process_file(path, display, plan, cached_only=True)
+    except Exception:  # whatever went wrong, the full run of this file will say it
+        return None
 
 
 def _results(work: list, jobs: int) -> Iterator[FileResult]:
@@ -138,5 +208,24 @@ def _results(work: list, jobs: int) -> Iterator[FileResult]:
         return
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     chunk = max(1, min(16, len(work) // (jobs * 4)))
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
-        yield from pool.map(_process, work, chunksize=chunk)
+    done = 0
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
+            for result in pool.map(_process, work, chunksize=chunk):
+                done += 1
+                yield result
+    except BrokenProcessPool:
+        # A worker died (a native crash in the parser on some input). Finish the rest one file
+        # per process: the file that kills its process is reported, every other file migrates.
+        for job in work[done:]:
+            yield _isolated(job, method)
+
+
+def _isolated(job: tuple[Path, str, Plan], method: str) -> FileResult:
+    try:
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context(method)) as pool:
+            return pool.submit(_process, job).result()
+    except BrokenProcessPool:
+        display = job[1]
+        reason = "the parser crashed on this file (its process died); left untouched"
+        return FileResult(display, Status.ERROR, problem=Problem(display, 0, reason))

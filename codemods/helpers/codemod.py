@@ -8,11 +8,14 @@ A codemod is pure: a tree in, a tree plus findings out. It records each rewrite 
 from __future__ import annotations
 
 from contextlib import contextmanager
+from functools import lru_cache
 from dataclasses import dataclass, field, replace
-from typing import ClassVar, Generator, TypeVar
+from collections.abc import Mapping
+from typing import Callable, ClassVar, Generator, Iterator, TypeVar
 
 import libcst as cst
-from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+from libcst import CSTTransformer
+from libcst.codemod import Codemod, CodemodContext, VisitorBasedCodemodCommand
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from codemods.helpers.facts import RepoFacts
@@ -21,6 +24,41 @@ from codemods.helpers.noqa import is_suppressed
 from codemods.results import Finding
 
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
+
+# codemod class -> (prefix, node type, attribute) -> method name or None
+_DISPATCH: dict[type, dict[tuple[str, type, str], str | None]] = {}
+
+
+_MATCHER_ATTRS = (
+    "_call_if_inside_matcher", "_call_if_not_inside_matcher", "_visit_matcher", "_leave_matcher",
+)  # fmt: skip  # libcst.matchers._decorators: what @call_if_inside, @visit & co. set on a method
+
+
+@lru_cache(maxsize=None)
+def _uses_matcher_decorators(cls: type) -> bool:
+    return any(getattr(getattr(cls, name, None), attr, None) for name in dir(cls) for attr in _MATCHER_ATTRS)
+
+
+class _LazyMetadata(Mapping):
+    """A metadata mapping computed on first access (libcst's `get_metadata` only needs get/[])."""
+
+    def __init__(self, compute: Callable[[], Mapping]) -> None:
+        self._compute = compute
+        self._value: Mapping | None = None
+
+    def _mapping(self) -> Mapping:
+        if self._value is None:
+            self._value = self._compute()
+        return self._value
+
+    def __getitem__(self, key):
+        return self._mapping()[key]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._mapping())
+
+    def __len__(self) -> int:
+        return len(self._mapping())
 
 
 @dataclass(frozen=True)
@@ -42,13 +80,32 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
     def __init__(self, context: CodemodContext, file: FileContext | None = None) -> None:
-        super().__init__(context)
+        if _uses_matcher_decorators(type(self)):
+            super().__init__(context)
+        else:
+            # libcst's MatcherDecoratableTransformer.__init__ scans every attribute of the
+            # instance for decorators (~700 names, tens of ms) for every file; the answer is a
+            # property of the class, so it is computed once per class instead.
+            Codemod.__init__(self, context)
+            CSTTransformer.__init__(self)
+            self._extra_visit_funcs = {}
+            self._extra_leave_funcs = {}
+            self._matchers = {}
         self.file = file or FileContext()
         self.findings: list[Finding] = []
         self.rewrites = 0
         self.imports = Imports()
+        self._plain_dispatch = False  # set per run in transform_module_impl
 
     # -- driving ---------------------------------------------------------------------------
+    #
+    # Speed (DESIGN §9): per codemod and file, libcst would walk the whole tree four times —
+    # PositionProvider's code generation, an empty batched-metadata pass, the import scan and
+    # the transform itself, the last through the matcher machinery for every node. Here the
+    # transform is the only full walk: positions are computed on first use (most files never
+    # produce a finding), other providers only when a subclass declares them, imports are read
+    # from the statements alone, and visit/leave dispatch is cached per node type unless the
+    # subclass uses matcher decorators.
 
     @contextmanager
     def _handle_metadata_reference(self, module: cst.Module) -> Generator[cst.Module, None, None]:
@@ -63,9 +120,61 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
             finally:
                 self.context = replace(self.context, wrapper=oldwrapper)
 
+    @contextmanager
+    def resolve(self, wrapper: MetadataWrapper) -> Generator[None, None, None]:
+        """Like libcst's, but PositionProvider is computed lazily, on the first `get_metadata`."""
+        dependencies = self.get_inherited_dependencies()
+        eager = [p for p in dependencies if p is not PositionProvider]
+        metadata: dict = dict(wrapper.resolve_many(eager)) if eager else {}
+        if PositionProvider in dependencies:
+            metadata[PositionProvider] = _LazyMetadata(lambda: wrapper.resolve(PositionProvider))
+        self.metadata = metadata
+        try:
+            yield
+        finally:
+            self.metadata = {}
+
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.imports = Imports.of(tree)
+        self._plain_dispatch = not (self._extra_visit_funcs or self._extra_leave_funcs or self._matchers)
         return super().transform_module_impl(tree)
+
+    def _handler(self, prefix: str, node: cst.CSTNode, attribute: str = ""):
+        """The subclass's `visit_X`/`leave_X[_attr]` method for this node type, or None (cached per class)."""
+        cache = _DISPATCH.setdefault(type(self), {})
+        key = (prefix, type(node), attribute)
+        try:
+            name = cache[key]
+        except KeyError:
+            name = f"{prefix}{type(node).__name__}{'_' + attribute if attribute else ''}"
+            name = cache[key] = name if getattr(type(self), name, None) is not None else None
+        return None if name is None else getattr(self, name)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if not self._plain_dispatch:
+            return super().on_visit(node)
+        func = self._handler("visit_", node)
+        return func is None or func(node) is not False
+
+    def on_leave(self, original_node, updated_node):
+        if not self._plain_dispatch:
+            return super().on_leave(original_node, updated_node)
+        func = self._handler("leave_", original_node)
+        return updated_node if func is None else func(original_node, updated_node)
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        if not self._plain_dispatch:
+            return super().on_visit_attribute(node, attribute)
+        func = self._handler("visit_", node, attribute)
+        if func is not None:
+            func(node)
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        if not self._plain_dispatch:
+            return super().on_leave_attribute(original_node, attribute)
+        func = self._handler("leave_", original_node, attribute)
+        if func is not None:
+            func(original_node)
 
     # -- helpers for subclasses ------------------------------------------------------------
 

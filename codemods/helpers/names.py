@@ -44,8 +44,11 @@ class Imports:
 
     @classmethod
     def of(cls, module: cst.Module) -> Imports:
+        # Imports and defs are statements: walking statement bodies only (never into
+        # expressions) gives what a full visit with _ImportCollector gives, at a fraction of
+        # the cost; tests/test_engine_speed.py checks the two agree on real code.
         collector = _ImportCollector()
-        module.visit(collector)
+        _walk_statements(module.body, collector)
         return cls(collector.aliases, collector.defined)
 
     def resolve(self, expr: cst.BaseExpression) -> str | None:
@@ -128,3 +131,44 @@ class _ImportCollector(cst.CSTVisitor):
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._depth -= 1
+
+
+# Attributes of compound statements that hold statements, in source order.
+_BLOCKS = ("body", "handlers", "cases", "orelse", "finalbody")
+
+
+def _walk_statements(body, collector: _ImportCollector) -> None:
+    for stmt in body:
+        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            for small in stmt.body:
+                if isinstance(small, cst.Import):
+                    collector.visit_Import(small)
+                elif isinstance(small, cst.ImportFrom):
+                    collector.visit_ImportFrom(small)
+            continue
+        if isinstance(stmt, cst.ClassDef):
+            collector.visit_ClassDef(stmt)
+        elif isinstance(stmt, cst.FunctionDef):
+            collector.visit_FunctionDef(stmt)
+        _walk_blocks(stmt, collector)
+        if isinstance(stmt, cst.ClassDef):
+            collector.leave_ClassDef(stmt)
+        elif isinstance(stmt, cst.FunctionDef):
+            collector.leave_FunctionDef(stmt)
+
+
+def _walk_blocks(node: cst.CSTNode, collector: _ImportCollector) -> None:
+    """Statements under a compound statement (or an else/except/finally/case clause)."""
+    for name in _BLOCKS:
+        block = getattr(node, name, None)
+        if block is None:
+            continue
+        if isinstance(block, cst.IndentedBlock):
+            _walk_statements(block.body, collector)
+        elif isinstance(block, cst.SimpleStatementSuite):  # `if x: import y`
+            _walk_statements([block], collector)
+        elif isinstance(block, (list, tuple)):  # except handlers, match cases
+            for clause in block:
+                _walk_blocks(clause, collector)
+        elif isinstance(block, cst.CSTNode):  # else/finally clause, or `elif` (an If)
+            _walk_blocks(block, collector)

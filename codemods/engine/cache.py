@@ -1,0 +1,189 @@
+"""Per-file result cache: a file whose bytes, options and tool are unchanged is not parsed again.
+
+Where: `.torch-migrate-cache/` in the target's root (the directory of its torch-migrate config,
+else the first path given), like `.ruff_cache`/`.mypy_cache`: it lives and dies with the project,
+a batch run over many clones does not grow one shared directory forever, `verify` and discovery
+skip it (SKIP_DIRS), and a `.gitignore` inside keeps it out of `git add -A`. `$TORCH_MIGRATE_CACHE_DIR`
+overrides the place (read-only checkouts, CI caches); `--no-cache` bypasses it.
+
+Key: sha256 of the cache format, the tool version and a digest of the tool's own source and data
+files (so an edited codemod never serves stale results, even at the same version), the file's
+display path (findings and diffs name it; repo facts are keyed by it), the selected codes in
+order, the device name, the repo facts when a selected codemod reads them, and the file's bytes.
+The mode is not in the key: the entry holds the migrated text, so a `--diff` run warms the cache
+for a later write run, which still writes the file.
+
+Entries are JSON (never pickle: a cache file is input, and input is never executed), written
+atomically. Anything wrong with an entry — unreadable, truncated, not JSON, wrong shape, another
+key — makes it a miss; a cache that cannot be written is silently dropped for the rest of the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+from codemods.helpers.facts import RepoFacts
+from codemods.results import Finding, Problem, Status
+
+DIRNAME = ".torch-migrate-cache"
+ENV = "TORCH_MIGRATE_CACHE_DIR"
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the pipeline made of one file's bytes; everything a FileResult needs but the diff."""
+
+    status: Status
+    rewrites: dict[str, int]
+    findings: tuple[Finding, ...] = ()
+    problem: Problem | None = None
+    notes: tuple[str, ...] = ()
+    code: str | None = None  # the migrated text when status is CHANGED
+
+    def to_json(self) -> dict:
+        return {
+            "status": self.status.value,
+            "rewrites": self.rewrites,
+            "findings": [f.to_dict() for f in self.findings],
+            "problem": self.problem.to_dict() if self.problem else None,
+            "notes": list(self.notes),
+            "code": self.code,
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict) -> Outcome:
+        status = Status(raw["status"])
+        rewrites = {str(k): int(v) for k, v in raw["rewrites"].items()}
+        findings = tuple(Finding(**f) for f in raw["findings"])
+        problem = Problem(**raw["problem"]) if raw["problem"] is not None else None
+        notes = tuple(str(n) for n in raw["notes"])
+        code = raw["code"]
+        if (code is None) == (status is Status.CHANGED) or not (code is None or isinstance(code, str)):
+            raise ValueError("changed entries carry the migrated text, others none")
+        return cls(status, rewrites, findings, problem, notes, code)
+
+
+def default_dir(paths: Sequence[Path], config_source: Path | None = None) -> Path:
+    """$TORCH_MIGRATE_CACHE_DIR, else `.torch-migrate-cache` in the config's or the first path's directory."""
+    if os.environ.get(ENV):
+        return Path(os.environ[ENV]).expanduser()
+    if config_source is not None:
+        return config_source.parent / DIRNAME
+    first = Path(paths[0]) if paths else Path(".")
+    return (first if first.is_dir() else first.parent) / DIRNAME
+
+
+@lru_cache(maxsize=1)
+def tool_digest() -> str:
+    """The tool version plus a digest of every source and data file of the `codemods` package."""
+    from codemods import __version__
+
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256(f"{FORMAT}:{__version__}".encode())
+    for path in sorted(package.rglob("*")):
+        if path.suffix in (".py", ".json") and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@lru_cache(maxsize=8)
+def _facts_digest(facts: RepoFacts) -> str:
+    parts = [f"{name}={','.join(sorted(value))}" for name, value in sorted(asdict(facts).items())]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+class Cache:
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self.writable = True
+        self.hits = 0
+        self.misses = 0
+
+    def key(self, data: bytes, display: str, codes: Sequence[str], device_name: str, facts: RepoFacts | None) -> str:
+        digest = hashlib.sha256()
+        for part in (tool_digest(), display, ",".join(codes), device_name, _facts_digest(facts) if facts else "-"):
+            digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(hashlib.sha256(data).digest())
+        return digest.hexdigest()
+
+    def _path(self, key: str, kind: str = "") -> Path:
+        return self.directory / f"v{FORMAT}" / (kind or key[:2]) / f"{key}.json"
+
+    def get(self, key: str) -> Outcome | None:
+        try:
+            raw = json.loads(self._path(key).read_bytes())
+            if not isinstance(raw, dict) or raw.get("key") != key:
+                raise ValueError("not this key's entry")
+            outcome = Outcome.from_json(raw["outcome"])
+        except FileNotFoundError:
+            self.misses += 1
+            return None
+        except Exception:  # a corrupt or foreign entry is a miss, never an error
+            self.misses += 1
+            return None
+        self.hits += 1
+        return outcome
+
+    def put(self, key: str, outcome: Outcome) -> None:
+        self._write(key, {"key": key, "outcome": outcome.to_json()})
+
+    def _write(self, key: str, record: dict, kind: str = "") -> None:
+        if not self.writable:
+            return
+        path = self._path(key, kind)
+        try:
+            if not self.directory.exists():
+                self.directory.mkdir(parents=True, exist_ok=True)
+                # Keep the cache out of `git add -A` and of backups, like other tools' caches.
+                (self.directory / ".gitignore").write_text("# created by torch-migrate\n*\n")
+                (self.directory / "CACHEDIR.TAG").write_text(
+                    "Signature: 8a477f597d28d172789f06886806bc55\n# torch-migrate result cache\n"
+                )
+            path.parent.mkdir(parents=True, exist_ok=True)
+            payload = json.dumps(record, separators=(",", ":"))
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
+                    handle.write(payload)
+                os.replace(tmp, path)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except (OSError, ValueError, TypeError):
+            self.writable = False  # read-only tree, full disk, ...: run on without a cache
+
+    # -- the whole-repo facts (api._facts): one entry per exact set of files and contents ----
+
+    def facts_key(self, contents: Sequence[tuple[str, bytes]]) -> str:
+        digest = hashlib.sha256(f"facts\0{tool_digest()}\0".encode())
+        for path, data in contents:
+            digest.update(path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(data).digest())
+        return digest.hexdigest()
+
+    def get_facts(self, key: str) -> RepoFacts | None:
+        try:
+            raw = json.loads(self._path(key, "facts").read_bytes())
+            if not isinstance(raw, dict) or raw.get("key") != key:
+                raise ValueError("not this key's entry")
+            fields = {name: frozenset(str(v) for v in values) for name, values in raw["facts"].items()}
+            return RepoFacts(**fields)
+        except Exception:  # missing or corrupt: recompute
+            return None
+
+    def put_facts(self, key: str, facts: RepoFacts) -> None:
+        values = asdict(facts).values()
+        if not all(isinstance(v, frozenset) and all(isinstance(x, str) for x in v) for v in values):
+            return  # a fact that is not a set of names: not cached (recomputed each run)
+        self._write(key, {"key": key, "facts": {k: sorted(v) for k, v in asdict(facts).items()}}, "facts")

@@ -1,0 +1,252 @@
+#!/usr/bin/env python
+"""Side-by-side speed on the real-world corpus (scripts/corpus.py): torch-migrate vs its floor and peers.
+
+    python scripts/bench.py                      # everything, 3 repetitions, writes bench-results.json
+    python scripts/bench.py --repeat 5 --jobs 2
+    python scripts/bench.py --only pyro-ppl --only fastai --no-torchfix    # a quick look
+
+Measured, each as its own process, in one run, interleaved by repetition:
+  1. `torch-migrate run --diff` (all default codemods), cold cache, --jobs 1 and --jobs N;
+  2. the same with a warm cache (--jobs N);
+  3. the floor: libcst parsing of the same files alone (no metadata, no codemods), 1 and N processes;
+  4. TorchFix 0.7.0 (check only), installed by this script into its own venv (a peer, never a
+     dependency of torch-migrate), --jobs N;
+  5. ruff `check --select ALL --no-cache` as the compiled-tool reference.
+For each: median and min-max wall time, peak RSS of the whole process tree (sampled from /proc),
+lines per second; then the ratios torch-migrate/floor, TorchFix/torch-migrate and cold/warm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import corpus  # noqa: E402
+
+TORCHFIX = "torchfix==0.7.0"
+RUFF = "ruff"
+
+
+# -- measuring one command ----------------------------------------------------------------------
+
+
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of `pid` and all its descendants (Linux /proc); 0 when unavailable."""
+    total = 0
+    stack = [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            with open(f"/proc/{current}/statm") as handle:
+                total += int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as handle:
+                    stack.extend(int(c) for c in handle.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def measure(command: list[str], env: dict | None = None, ok_codes=(0, 1, 2, 3)) -> dict:
+    """Wall seconds and peak RSS (MB) of the process tree of `command`."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_rss(proc.pid))
+            done.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, stderr = proc.communicate()
+    wall = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    if proc.returncode not in ok_codes:
+        raise RuntimeError(f"{' '.join(command[:4])}... exited {proc.returncode}: {stderr.decode()[-2000:]}")
+    return {"wall": wall, "rss_mb": peak / 2**20}
+
+
+# -- the floor: libcst parse only ----------------------------------------------------------------
+
+
+def _parse_chunk(paths: list[str]) -> tuple[int, int]:
+    import libcst as cst
+
+    parsed = failed = 0
+    for path in paths:
+        try:
+            cst.parse_module(Path(path).read_bytes())
+            parsed += 1
+        except Exception:
+            failed += 1
+    return parsed, failed
+
+
+def parse_floor(list_file: str, jobs: int) -> None:
+    paths = Path(list_file).read_text().splitlines()
+    if jobs <= 1:
+        _parse_chunk(paths)
+        return
+    chunks = [paths[i::jobs * 8] for i in range(jobs * 8)]
+    with ProcessPoolExecutor(jobs) as pool:
+        list(pool.map(_parse_chunk, chunks))
+
+
+# -- peers in their own venv ---------------------------------------------------------------------
+
+
+def peer_venv(directory: Path, log=print) -> Path:
+    """A venv with TorchFix 0.7.0 and ruff, made once and reused (never torch-migrate's env)."""
+    python = directory / "bin" / "python"
+    stamp = directory / ".bench-peers"
+    if stamp.exists() and stamp.read_text() == f"{TORCHFIX} {RUFF}\n":
+        return directory
+    log(f"creating {directory} with {TORCHFIX} and {RUFF}")
+    if directory.exists():
+        shutil.rmtree(directory)
+    subprocess.run([sys.executable, "-m", "venv", str(directory)], check=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", TORCHFIX, RUFF], check=True
+    )
+    stamp.write_text(f"{TORCHFIX} {RUFF}\n")
+    return directory
+
+
+# -- the run --------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dir", type=Path, help="corpus cache (see scripts/corpus.py)")
+    parser.add_argument("--only", action="append", choices=sorted(corpus.BY_NAME), help="just these projects")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="N for the parallel runs")
+    parser.add_argument("--no-torchfix", action="store_true")
+    parser.add_argument("--no-ruff", action="store_true")
+    parser.add_argument("--peers-dir", type=Path, default=corpus.default_dir().parent / "bench-peers")
+    parser.add_argument("--json", type=Path, default=Path("bench-results.json"))
+    parser.add_argument("--_parse-floor", nargs=2, metavar=("LIST", "JOBS"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args._parse_floor:
+        parse_floor(args._parse_floor[0], int(args._parse_floor[1]))
+        return 0
+
+    dirs = corpus.ensure(args.only, args.dir)
+    files = [p for root in dirs.values() for p in corpus.python_files(root)]
+    lines = corpus.count_lines(files)
+    n = args.jobs
+    print(f"corpus: {len(dirs)} projects, {len(files)} files, {lines:,} lines; jobs N={n}; {args.repeat} repetitions")
+
+    scratch = Path(tempfile.mkdtemp(prefix="tm-bench-"))
+    list_file = scratch / "files.txt"
+    list_file.write_text("\n".join(str(p) for p in files))
+    targets = [str(p) for p in dirs.values()]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def tm(jobs: int) -> list[str]:
+        return [sys.executable, "-m", "codemods", "run", *targets, "--diff", "--no-config", "-j", str(jobs),
+                "--format", "json", "-o", str(scratch / "report.json")]  # fmt: skip
+
+    def tm_env(cache: Path) -> dict:
+        return {**env, "TORCH_MIGRATE_CACHE_DIR": str(cache)}
+
+    floor = [sys.executable, str(Path(__file__).resolve()), "--_parse-floor", str(list_file)]
+    commands: dict[str, tuple[list[str], dict | None, bool]] = {
+        "torch-migrate cold -j1": (tm(1), None, True),
+        f"torch-migrate cold -j{n}": (tm(n), None, True),
+        f"torch-migrate warm -j{n}": (tm(n), None, False),
+        "libcst parse floor -j1": ([*floor, "1"], env, False),
+        f"libcst parse floor -j{n}": ([*floor, str(n)], env, False),
+    }
+    if not (args.no_torchfix and args.no_ruff):
+        venv = peer_venv(args.peers_dir)
+        if not args.no_torchfix:
+            commands[f"TorchFix 0.7.0 check -j{n}"] = ([str(venv / "bin" / "torchfix"), "-j", str(n), *targets], None, False)
+        if not args.no_ruff:
+            ruff = [str(venv / "bin" / "ruff"), "check", "--select", "ALL", "--no-cache", "--exit-zero", "--quiet",
+                    "--isolated", *targets]  # fmt: skip
+            commands["ruff check --select ALL"] = (ruff, None, False)
+
+    warm_cache = scratch / "warm-cache"
+    measure(tm(n), tm_env(warm_cache))  # fill the warm cache once
+    results: dict[str, list[dict]] = {name: [] for name in commands}
+    for rep in range(args.repeat):
+        for name, (command, command_env, cold) in commands.items():
+            if name.startswith("torch-migrate"):
+                cache = scratch / f"cold-{rep}-{len(results[name])}" if cold else warm_cache
+                command_env = tm_env(cache)
+            results[name].append(measure(command, command_env))
+            last = results[name][-1]
+            print(f"  rep {rep + 1}: {name:<28} {last['wall']:8.2f} s {last['rss_mb']:8.0f} MB", flush=True)
+            if cold:
+                shutil.rmtree(scratch / f"cold-{rep}-{len(results[name]) - 1}", ignore_errors=True)
+
+    summary = {}
+    print(f"\n{'':<28} {'median s':>9} {'min-max s':>15} {'peak RSS MB':>12} {'lines/s':>10}")
+    for name, runs in results.items():
+        walls = [r["wall"] for r in runs]
+        median = statistics.median(walls)
+        summary[name] = {
+            "median_s": median, "min_s": min(walls), "max_s": max(walls),
+            "peak_rss_mb": max(r["rss_mb"] for r in runs), "lines_per_s": lines / median, "runs": runs,
+        }  # fmt: skip
+        print(
+            f"{name:<28} {median:>9.2f} {min(walls):>7.2f}-{max(walls):<7.2f} {summary[name]['peak_rss_mb']:>12.0f}"
+            f" {lines / median:>10,.0f}"
+        )
+
+    def ratio(a: str, b: str) -> float | None:
+        return summary[a]["median_s"] / summary[b]["median_s"] if a in summary and b in summary else None
+
+    ratios = {
+        "cold -j1 / parse floor -j1 (target <= 2)": ratio("torch-migrate cold -j1", "libcst parse floor -j1"),
+        f"cold -j{n} / parse floor -j{n} (target <= 2)": ratio(f"torch-migrate cold -j{n}", f"libcst parse floor -j{n}"),
+        f"TorchFix -j{n} / cold -j{n} (target >= 8)": ratio(f"TorchFix 0.7.0 check -j{n}", f"torch-migrate cold -j{n}"),
+        f"cold -j{n} / warm -j{n} (target >= 20)": ratio(f"torch-migrate cold -j{n}", f"torch-migrate warm -j{n}"),
+        f"cold -j{n} / ruff": ratio(f"torch-migrate cold -j{n}", "ruff check --select ALL"),
+    }
+    print()
+    for name, value in ratios.items():
+        if value is not None:
+            print(f"{name:<44} {value:8.2f}")
+    print(f"peak RSS torch-migrate cold -j{n}: {summary[f'torch-migrate cold -j{n}']['peak_rss_mb']:.0f} MB (target <= 400)")
+
+    machine = {
+        "platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
+        "processor": platform.processor() or platform.machine(),
+    }  # fmt: skip
+    from importlib.metadata import version
+
+    machine["libcst"] = version("libcst")
+    if hasattr(os, "getloadavg"):
+        machine["loadavg_end"] = os.getloadavg()
+    out = {
+        "corpus": {"projects": sorted(dirs), "files": len(files), "lines": lines},
+        "jobs": n, "repeat": args.repeat, "machine": machine, "results": summary, "ratios": ratios,
+    }  # fmt: skip
+    args.json.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"\nwrote {args.json}")
+    shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

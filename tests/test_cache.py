@@ -1,0 +1,218 @@
+"""The per-file result cache: a hit is the same result as a miss, nothing in the cache is ever fatal."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from codemods.api import Options, migrate
+from codemods.cli import main
+from codemods.engine import cache as cache_mod
+from codemods.engine import runner
+from codemods.helpers.facts import RepoFacts
+
+LEGACY = "import torch.nn as nn\ncriterion = nn.MSELoss(size_average=False)\nother = nn.L1Loss(reduce=flag)\n"
+MIGRATED_LINE = 'criterion = nn.MSELoss(reduction="sum")'
+
+
+def _project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "train.py").write_text(LEGACY)
+    (root / "pkg" / "clean.py").write_text("x = 1\n")
+    (root / "pkg" / "py2.py").write_text("import torch.nn as nn\nprint 'size_average'\n")
+    (root / "pkg" / "findings_only.py").write_text("import torch.nn as nn\nc = nn.MSELoss(size_average=avg)\n")
+    return root
+
+
+def _run(root: Path, **kw):
+    return migrate([str(root)], Options(use_config=False, jobs=1, **kw))
+
+
+def _entries(root: Path) -> list[Path]:
+    """The per-file entries (the repo-facts entries live apart, under facts/)."""
+    return sorted(p for p in (root / cache_mod.DIRNAME).rglob("*.json") if p.parent.name != "facts")
+
+
+def _comparable(report):
+    return [(f.path, f.status, f.rewrites, f.findings, f.problem, f.diff, f.notes) for f in report.files]
+
+
+def test_a_hit_reproduces_the_result_exactly(tmp_path: Path, monkeypatch) -> None:
+    root = _project(tmp_path)
+    cold = _run(root, mode="diff")
+    assert cold.rewrites == {"TM001": 1} and cold.findings and cold.problems  # every kind of result
+    entries = _entries(root)
+    assert len(entries) == 4
+    monkeypatch.setattr(runner, "transform_source", lambda *a, **k: pytest.fail("not a cache hit"))
+    warm = _run(root, mode="diff")
+    assert _comparable(warm) == _comparable(cold)
+    assert warm.exit_code == cold.exit_code
+
+
+def test_write_mode_on_a_warm_cache_writes_the_file(tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "p"
+    root.mkdir()
+    target = root / "a.py"
+    target.write_text(LEGACY)
+    os.chmod(target, 0o640)
+    diff = _run(root, mode="diff")
+    assert target.read_text() == LEGACY
+    monkeypatch.setattr(runner, "transform_source", lambda *a, **k: pytest.fail("not a cache hit"))
+    written = _run(root, mode="write")
+    assert MIGRATED_LINE in target.read_text()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert written.rewrites == diff.rewrites
+    assert [f.findings for f in written.files] == [f.findings for f in diff.files]
+    assert written.files[0].diff is None
+
+
+def test_no_cache_neither_reads_nor_writes(tmp_path: Path, monkeypatch) -> None:
+    root = _project(tmp_path)
+    _run(root, mode="diff", cache=False)
+    assert not (root / cache_mod.DIRNAME).exists()
+    _run(root, mode="diff")  # now warm
+    calls = []
+    real = runner.transform_source
+    monkeypatch.setattr(runner, "transform_source", lambda *a, **k: calls.append(1) or real(*a, **k))
+    _run(root, mode="diff", cache=False)
+    assert len(calls) == 4  # every file went to the pipeline again
+
+
+def test_cli_no_cache_flag(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    result = CliRunner().invoke(main, ["run", str(root), "--diff", "--no-cache", "--no-config", "-j", "1"])
+    assert result.exit_code == 3, result.output
+    assert not (root / cache_mod.DIRNAME).exists()
+    result = CliRunner().invoke(main, ["run", str(root), "--diff", "--no-config", "-j", "1"])
+    assert result.exit_code == 3
+    assert _entries(root)
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [b"", b"{", b"\x00\xff\xfe binary", b"[]", b'{"key": "other", "outcome": {}}', b"null", "WRONG_SHAPE"],
+)
+def test_a_corrupt_cache_is_a_miss_never_an_error(tmp_path: Path, garbage) -> None:
+    root = _project(tmp_path)
+    cold = _run(root, mode="diff")
+    for entry in _entries(root):
+        if garbage == "WRONG_SHAPE":  # right key, wrong content
+            raw = json.loads(entry.read_text())
+            raw["outcome"]["findings"] = [{"no": "such field"}]
+            raw["outcome"]["status"] = "changed"
+            entry.write_text(json.dumps(raw))
+        else:
+            entry.write_bytes(garbage)
+    again = _run(root, mode="diff")
+    assert _comparable(again) == _comparable(cold)
+    # ...and the bad entries were replaced by good ones.
+    third = _run(root, mode="diff")
+    assert _comparable(third) == _comparable(cold)
+    assert all(json.loads(e.read_text())["key"] == e.stem for e in _entries(root))
+
+
+def test_a_cache_path_that_is_a_file_or_read_only_is_ignored(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    (root / cache_mod.DIRNAME).write_text("not a directory")
+    first = _run(root, mode="diff")
+    assert first.rewrites == {"TM001": 1}
+    (root / cache_mod.DIRNAME).unlink()
+    (root / cache_mod.DIRNAME).mkdir(mode=0o500)  # unwritable, except for root (CI runs as either)
+    try:
+        assert _comparable(_run(root, mode="diff")) == _comparable(first)
+    finally:
+        (root / cache_mod.DIRNAME).chmod(0o700)
+
+
+def test_key_covers_content_options_and_the_tool(tmp_path: Path, monkeypatch) -> None:
+    store = cache_mod.Cache(tmp_path)
+    base = dict(data=b"x = 1\n", display="a.py", codes=["TM001"], device_name="device", facts=None)
+    key = store.key(**base)
+    assert store.key(**base) == key
+    for change in (
+        {"data": b"x = 2\n"},
+        {"display": "b.py"},
+        {"codes": ["TM001", "TM002"]},
+        {"codes": []},
+        {"device_name": "dev"},
+        {"facts": RepoFacts(module_classes=frozenset({"Net"}))},
+    ):
+        assert store.key(**{**base, **change}) != key, change
+    monkeypatch.setattr(cache_mod, "tool_digest", lambda: "another version of the tool")
+    assert store.key(**base) != key
+
+
+def test_tool_digest_follows_the_package_source() -> None:
+    from codemods import __version__
+
+    cache_mod.tool_digest.cache_clear()
+    digest = cache_mod.tool_digest()
+    assert len(digest) == 64 and cache_mod.tool_digest() == digest
+    assert __version__  # part of the digest input
+
+
+def test_changed_selection_is_a_miss(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    _run(root, mode="diff")
+    before = set(_entries(root))
+    _run(root, mode="diff", device_name="dev")
+    assert len(set(_entries(root)) - before) == 4
+
+
+def test_location_default_env_override_and_gitignore(tmp_path: Path, monkeypatch) -> None:
+    root = _project(tmp_path)
+    monkeypatch.delenv(cache_mod.ENV, raising=False)
+    assert cache_mod.default_dir([root]) == root / cache_mod.DIRNAME
+    assert cache_mod.default_dir([root / "pkg" / "train.py"]) == root / "pkg" / cache_mod.DIRNAME
+    assert cache_mod.default_dir([root / "pkg"], config_source=root / "pyproject.toml") == root / cache_mod.DIRNAME
+    _run(root, mode="diff")
+    assert (root / cache_mod.DIRNAME / ".gitignore").read_text().splitlines()[-1] == "*"
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.setenv(cache_mod.ENV, str(elsewhere))
+    assert cache_mod.default_dir([root]) == elsewhere
+    _run(root, mode="diff", device_name="other")
+    assert list(elsewhere.rglob("*.json"))
+
+
+def test_the_cache_is_not_migrated_itself(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    _run(root, mode="diff")
+    report = _run(root, mode="diff")
+    assert not [f for f in report.files if cache_mod.DIRNAME in f.path]
+
+
+def test_facts_round_trip_and_corruption(tmp_path: Path) -> None:
+    store = cache_mod.Cache(tmp_path)
+    facts = RepoFacts(module_classes=frozenset({"Net", "Head"}), dataparallel_files=frozenset({"a.py"}))
+    key = store.facts_key([("a.py", b"class Net(nn.Module): pass\n")])
+    assert key != store.facts_key([("a.py", b"class Net(nn.Module): pass  \n")])
+    assert store.get_facts(key) is None
+    store.put_facts(key, facts)
+    assert store.get_facts(key) == facts
+    store._path(key, "facts").write_bytes(b"{")
+    assert store.get_facts(key) is None
+
+
+def test_parallel_run_uses_the_cache_too(tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "many"
+    root.mkdir()
+    for i in range(12):
+        (root / f"m{i}.py").write_text(LEGACY)
+    cold = migrate([str(root)], Options(use_config=False, jobs=2, mode="diff"))
+    assert len(_entries(root)) == 12
+    monkeypatch.setattr(runner, "ProcessPoolExecutor", lambda *a, **k: pytest.fail("a warm run started a pool"))
+    warm = migrate([str(root)], Options(use_config=False, jobs=2, mode="diff"))
+    assert _comparable(warm) == _comparable(cold)
+    (root / "m3.py").write_text(LEGACY + "x = 1\n")  # one miss among hits: computed, in order
+    monkeypatch.undo()
+    mixed = migrate([str(root)], Options(use_config=False, jobs=2, mode="diff"))
+    assert [f.path for f in mixed.files] == [f.path for f in cold.files]
+    at = next(i for i, f in enumerate(cold.files) if f.path.endswith("m3.py"))
+    assert mixed.files[at].diff != cold.files[at].diff
+    assert [c for i, c in enumerate(_comparable(mixed)) if i != at] == [c for i, c in enumerate(_comparable(cold)) if i != at]

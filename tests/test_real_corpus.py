@@ -1,0 +1,165 @@
+"""The whole pipeline over real projects nobody here wrote (scripts/corpus.py, ~460k lines).
+
+For the default pipeline and for `--unsafe`, on a scratch copy of every project's `.py` files:
+no crash; every file the run rewrote compiles, every other file is byte-for-byte untouched; a
+second run changes nothing; the files that cannot be processed are exactly the known ones, each
+with its reason; per-project, per-codemod rewrite/finding/review counts equal the reviewed
+expectation in tests/data/corpus_expected.json.
+
+After changing a codemod on purpose: `python scripts/corpus.py --update-expected`, read the diff
+of the expectation file, commit it.
+
+The corpus is downloaded on first use (pip, network) into the user cache dir or
+$TORCH_MIGRATE_CORPUS_DIR. Without network and without a warm cache these tests are skipped,
+unless $TORCH_MIGRATE_CORPUS_REQUIRED=1 (CI), where that is a failure.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPECTED = ROOT / "tests" / "data" / "corpus_expected.json"
+
+pytestmark = pytest.mark.corpus
+
+
+def load_corpus_module():
+    spec = importlib.util.spec_from_file_location("tm_corpus", ROOT / "scripts" / "corpus.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("tm_corpus", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+corpus = load_corpus_module()
+
+
+def corpus_dirs() -> dict[str, Path]:
+    """The unpacked corpus (downloading it if needed), or skip/fail when it cannot be had."""
+    try:
+        return corpus.ensure(log=lambda *_: None)
+    except Exception as exc:  # no network, no pip, a changed archive...
+        if os.environ.get("TORCH_MIGRATE_CORPUS_REQUIRED"):
+            pytest.fail(f"the real-world corpus is required here but unavailable: {exc}")
+        pytest.skip(f"real-world corpus unavailable (no network and no warm cache?): {exc}")
+
+
+@pytest.fixture(scope="module")
+def dirs() -> dict[str, Path]:
+    return corpus_dirs()
+
+
+def copy_python_files(dirs: dict[str, Path], target: Path) -> dict[str, Path]:
+    """A scratch copy holding only each project's .py files (what the pipeline reads)."""
+
+    def ignore(directory: str, names: list[str]) -> list[str]:
+        return [n for n in names if not n.endswith(".py") and not os.path.isdir(os.path.join(directory, n))]
+
+    copies = {}
+    for name, source in dirs.items():
+        copies[name] = target / name
+        shutil.copytree(source, copies[name], ignore=ignore, symlinks=True)
+    return copies
+
+
+def _compiles(text: str, path: str) -> str | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.parametrize("label", list(corpus.MODES))
+def test_pipeline_over_the_corpus(dirs, tmp_path_factory, label: str) -> None:
+    unsafe = corpus.MODES[label]
+    work = copy_python_files(dirs, tmp_path_factory.mktemp(f"corpus-{label}"))
+    before = {p: p.read_bytes() for root in work.values() for p in root.rglob("*.py")}
+
+    report, summary = corpus.run_corpus(work, unsafe, mode="write", jobs=2, cache=True)
+
+    # Every rewritten file compiles; every other file is byte-for-byte as it was.
+    changed = {Path(f.path).resolve() for f in report.changed}
+    assert changed, "the pipeline changed nothing at all on ~460k lines of legacy code"
+    broken = {}
+    for path, data in before.items():
+        if path.resolve() in changed:
+            error = _compiles(path.read_text(encoding="utf-8"), str(path))
+            if error:
+                broken[str(path)] = error
+        else:
+            assert path.read_bytes() == data, f"{path} was modified but not reported as changed"
+    assert not broken, broken
+
+    # Every file that could not be processed has a reason, and nothing crashed.
+    for problem in report.problems:
+        assert problem.reason and "Traceback" not in problem.reason
+        assert not problem.reason.startswith("internal error"), problem
+
+    # A second run changes nothing and reports the same problems.
+    second, second_summary = corpus.run_corpus(work, unsafe, mode="check", jobs=2, cache=True)
+    assert not second.changed, [f.path for f in second.changed]
+    assert {n: s["errors"] for n, s in second_summary.items()} == {n: s["errors"] for n, s in summary.items()}
+
+    # The reviewed expectation: per project, per codemod.
+    assert EXPECTED.exists(), "no expectation yet: run `python scripts/corpus.py --update-expected` and review it"
+    expected = json.loads(EXPECTED.read_text())
+    actual = {name: summary[name] for name in sorted(summary)}
+    wanted = {name: expected.get(name, {}).get(label) for name in sorted(summary)}
+    if actual != wanted:
+        lines = []
+        for name in actual:
+            if actual[name] != wanted[name]:
+                lines.append(f"{name}: expected {json.dumps(wanted[name], sort_keys=True)}")
+                lines.append(f"{' ' * len(name)}  actual   {json.dumps(actual[name], sort_keys=True)}")
+        pytest.fail(
+            f"{label} pipeline: the corpus results differ from {EXPECTED.relative_to(ROOT)}.\n"
+            + "\n".join(lines)
+            + "\nIf the change is intended: python scripts/corpus.py --update-expected, review the diff, commit."
+        )
+
+
+def test_expectation_covers_exactly_the_pinned_corpus() -> None:
+    expected = json.loads(EXPECTED.read_text())
+    assert sorted(expected) == sorted(e.name for e in corpus.CORPUS)
+    assert all(set(entry) == set(corpus.MODES) for entry in expected.values())
+
+
+def test_ensure_is_a_no_op_when_warm(dirs, monkeypatch) -> None:
+    def no_download(*args, **kwargs):
+        raise AssertionError("downloaded although the cache is warm")
+
+    monkeypatch.setattr(corpus, "_download", no_download)
+    monkeypatch.setattr(corpus, "_unpack", no_download)
+    assert corpus.ensure(log=lambda *_: None) == dirs
+
+
+def test_a_tampered_archive_is_refused(tmp_path: Path, dirs) -> None:
+    entry = corpus.BY_NAME["torchsummary"]
+    cache = corpus.default_dir()
+    archive = tmp_path / "archives" / entry.filename
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes((cache / "archives" / entry.filename).read_bytes() + b"tampered")
+
+    def fake_download(e, dest):
+        return dest  # "downloads" the tampered file that is already there
+
+    original = corpus._download
+    corpus._download = fake_download
+    try:
+        with pytest.raises(corpus.CorpusError, match="sha256"):
+            corpus.ensure(["torchsummary"], tmp_path, log=lambda *_: None)
+    finally:
+        corpus._download = original
+    assert not (tmp_path / "src" / entry.key).exists()
