@@ -45,8 +45,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # and pytest would take an enclosing project's setup.cfg as the suites' configuration.
 DEFAULT_CACHE = Path(os.environ.get("TORCH_MIGRATE_CACHE", Path.home() / ".cache" / "torch-migrate")) / "real-suites"
 RESULTS = "results.json"
-PIP_RETRIES = ("--retries", "5", "--timeout", "60")  # pip's own retries of each connection
-ATTEMPTS = 3  # whole pip commands, with a pause between, for failures pip does not retry itself
+PIP_RETRIES = ("--retries", "3", "--timeout", "30")  # pip's own retries of each connection
+ATTEMPTS = 2  # whole pip commands, with a pause between, for failures pip does not retry itself
 
 
 class SetupError(Exception):
@@ -227,8 +227,9 @@ def verify_suite(suite: Suite, cache: Path, python: Path, rerun: int = 0, timeou
         "--tests", test_command(suite), "--device", "cpu", "--rerun", str(rerun), "--timeout", str(timeout),
         "--format", "json", "-o", str(report),
     ]  # fmt: skip
+    # cwd=ROOT: `-m codemods` imports this checkout's codemods. No PYTHONPATH: verify hands its
+    # environment on to the suites' pytest, where this repository's `tests` must not be importable.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "PYTHONPATH"))}
-    env["PYTHONPATH"] = str(ROOT)  # this checkout's codemods, wherever we run from
     started = time.monotonic()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     (work / "verify.log").write_text(done.stdout + done.stderr)

@@ -26,8 +26,10 @@ def results() -> dict[str, dict]:
         cache = real_suites.check_cache(real_suites.DEFAULT_CACHE)
         rows = real_suites.run_all(real_suites.SUITES, cache)
     except real_suites.SetupError as exc:
-        pytest.fail(f"the real suites could not be set up: {exc}", pytrace=False)
-    return {row["project"]: row for row in rows}
+        problem = str(exc)
+    else:
+        return {row["project"]: row for row in rows}
+    pytest.fail(f"the real suites could not be set up: {problem}", pytrace=False)
 
 
 def _explain(row: dict) -> str:
