@@ -1,22 +1,25 @@
-"""Real legacy projects' own test suites, before and after migration.
+"""Real legacy projects' own test suites, before and after migration, through `torch-migrate verify`.
 
     python scripts/real_suites.py fetch          # download the pinned sdists, check sha256, unpack
     python scripts/real_suites.py venv           # build the suites' venv with the pinned test deps
-    python scripts/real_suites.py run [--check] [--json FILE] [--markdown FILE] [NAME...]
+    python scripts/real_suites.py run [--check] [--rerun N] [NAME...]   # verify each, write results.json
+    python scripts/real_suites.py report [--json FILE]                  # the README table from results.json
 
-`run` copies each unpacked project twice, migrates one copy with the Python API
-(`codemods.api.migrate([copy], Options(mode="write"))`), runs the project's own pytest suite in
-both copies with the suites' venv, and compares the outcomes test by test (JUnit XML). `--check`
-exits 1 unless every suite meets its target: at least `min_passed` tests pass after migration
-and no test that passed before fails after.
+`run` makes a copy of each unpacked project and runs the real CLI on it,
+`python -m codemods verify COPY --python SUITES_VENV/bin/python --tests "python -m pytest ... tests"
+--device cpu --format json`, both suites at once. Each suite's verdict (before/after outcome counts,
+regressions, codemods applied) goes to `results.json` in the cache; `report` turns that file into
+the Markdown table of the README's "Real projects" section. tests/test_real_suites.py runs the same
+thing and asserts the targets.
 
 Nothing of the projects is edited by hand, except one file: pytorch-ignite's sdist lacks
 `tests/__init__.py`, without which pytest's rootdir-relative import makes `tests/ignite/` shadow
-the `ignite` package; `SETUP_FILES` adds that empty file to both copies.
+the `ignite` package; `setup_files` adds that empty file to the copy (so to both sides).
 
 The venv is made with this interpreter's `-m venv` and holds exactly `TEST_REQUIREMENTS` (never a
 torch other than 2.13.0; on a machine without a local wheel pass
-`--pip-args "--extra-index-url https://download.pytorch.org/whl/cpu"`).
+`--pip-args "--extra-index-url https://download.pytorch.org/whl/cpu"`). It is rebuilt only when the
+pins or this interpreter's version change.
 Cache: `$TORCH_MIGRATE_CACHE/real-suites` (default `~/.cache/torch-migrate/real-suites`) or
 `--cache DIR`, which must not lie inside a git repository (see `DEFAULT_CACHE`).
 """
@@ -33,14 +36,21 @@ import subprocess
 import sys
 import tarfile
 import time
-import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # Outside any git repository on purpose: discovery honours an enclosing repository's .gitignore,
 # and pytest would take an enclosing project's setup.cfg as the suites' configuration.
 DEFAULT_CACHE = Path(os.environ.get("TORCH_MIGRATE_CACHE", Path.home() / ".cache" / "torch-migrate")) / "real-suites"
+RESULTS = "results.json"
+PIP_RETRIES = ("--retries", "3", "--timeout", "30")  # pip's own retries of each connection
+ATTEMPTS = 2  # whole pip commands, with a pause between, for failures pip does not retry itself
+
+
+class SetupError(Exception):
+    """The suites cannot be set up (network, checksum, pip); the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -118,21 +128,38 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def pip(python: Path | str, args: list[str], what: str) -> None:
+    """`python -m pip ARGS`, retried; SetupError with pip's last lines when every attempt fails."""
+    command = [str(python), "-m", "pip", *args, *PIP_RETRIES]
+    for attempt in range(1, ATTEMPTS + 1):
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode == 0:
+            return
+        if attempt < ATTEMPTS:
+            time.sleep(5 * attempt)
+    tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+    raise SetupError(
+        f"{what} failed {ATTEMPTS} times (is PyPI reachable from here?)\n$ {shlex.join(command)}\n{tail}"
+    )
+
+
 def fetch(suite: Suite, cache: Path) -> Path:
     """The unpacked sdist (downloaded and checked once, then reused)."""
     archives = cache / "archives"
     archive = archives / suite.archive
     if not archive.exists():
         archives.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-             f"{suite.name}=={suite.version}", "-d", str(archives)],
-            check=True,
+        pip(
+            sys.executable,
+            ["download", "--no-deps", "--no-binary", ":all:", f"{suite.name}=={suite.version}", "-d", str(archives)],
+            f"downloading the sdist of {suite.name}=={suite.version} from PyPI",
         )
+        if not archive.exists():
+            raise SetupError(f"pip downloaded {suite.name}=={suite.version} but {archive} is not there")
     actual = sha256(archive)
     if actual != suite.sha256:
         archive.unlink()
-        raise SystemExit(f"{suite.archive}: sha256 {actual} != pinned {suite.sha256}; removed it")
+        raise SetupError(f"{suite.archive}: sha256 {actual} != pinned {suite.sha256}; removed it")
     source = cache / "src" / suite.folder
     if not source.exists():
         staging = cache / "src" / f".{suite.folder}.partial"
@@ -153,64 +180,27 @@ def venv_python(cache: Path) -> Path:
 
 
 def build_venv(cache: Path, pip_args: str = "") -> Path:
+    """The suites' venv, reused while the pins and this interpreter's version stay the same."""
     python = venv_python(cache)
     stamp = cache / "venv" / "requirements.txt"
-    wanted = "\n".join(TEST_REQUIREMENTS) + "\n"
+    wanted = f"# python {sys.version.split()[0]} {pip_args}\n" + "\n".join(TEST_REQUIREMENTS) + "\n"
     if python.exists() and stamp.exists() and stamp.read_text() == wanted:
         return python
     shutil.rmtree(cache / "venv", ignore_errors=True)
     subprocess.run([sys.executable, "-m", "venv", str(cache / "venv")], check=True)
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", *shlex.split(pip_args), *TEST_REQUIREMENTS], check=True
+    pip(
+        python,
+        ["install", "--quiet", *shlex.split(pip_args), *TEST_REQUIREMENTS],
+        "installing the suites' pinned test dependencies",
     )
-    stamp.write_text(wanted)
+    torch = subprocess.run([str(python), "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
+    if not torch.stdout.strip().startswith("2.13.0"):
+        raise SetupError(f"the suites' venv has torch {torch.stdout.strip() or torch.stderr[-300:]}, not 2.13.0")
+    stamp.write_text(wanted)  # last: a half-built venv is rebuilt next time
     return python
 
 
 # -- run ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class Outcomes:
-    """Per test id: passed / failed / error / skipped."""
-
-    by_test: dict[str, str] = field(default_factory=dict)
-    returncode: int = 0
-    seconds: float = 0.0
-
-    def count(self, outcome: str) -> int:
-        return sum(1 for o in self.by_test.values() if o == outcome)
-
-    def summary(self) -> dict[str, int]:
-        return {k: self.count(k) for k in ("passed", "failed", "error", "skipped")}
-
-
-def parse_junit(path: Path) -> dict[str, str]:
-    outcomes: dict[str, str] = {}
-    if not path.exists():
-        return outcomes
-    for case in ET.parse(path).getroot().iter("testcase"):
-        test_id = f"{case.get('classname', '')}::{case.get('name', '')}"
-        outcome = "passed"
-        for child in case:
-            if child.tag in ("failure", "error", "skipped"):
-                outcome = {"failure": "failed"}.get(child.tag, child.tag)
-                break
-        outcomes[test_id] = outcome
-    return outcomes
-
-
-def run_tests(python: Path, project: Path, suite: Suite, report: Path, timeout: int) -> Outcomes:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    command = [
-        str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--continue-on-collection-errors",
-        f"--rootdir={project}", f"--junitxml={report}", *suite.tests,
-    ]
-    started = time.monotonic()
-    done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=timeout)
-    (report.with_suffix(".log")).write_text(done.stdout + done.stderr)
-    return Outcomes(parse_junit(report), done.returncode, time.monotonic() - started)
 
 
 def prepare(source: Path, target: Path, suite: Suite) -> None:
@@ -220,47 +210,71 @@ def prepare(source: Path, target: Path, suite: Suite) -> None:
         (target / name).touch()
 
 
-def migrate(project: Path) -> dict:
-    sys.path.insert(0, str(ROOT))
-    from codemods.api import Options, migrate as run_migration
-
-    report = run_migration([project], Options(mode="write"))
-    return {
-        "rewrites": dict(sorted(report.rewrites.items())),
-        "changed_files": len(report.changed),
-        "problems": [str(p) for p in report.problems],
-        "findings": [f"{Path(f.path).relative_to(project)}:{f.line}: {f.code} {f.message}" for f in report.findings],
-    }
+def test_command(suite: Suite) -> str:
+    return shlex.join(["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *suite.tests])
 
 
-def compare(suite: Suite, before: Outcomes, after: Outcomes, migration: dict) -> dict:
-    regressions = sorted(t for t, o in before.by_test.items() if o == "passed" and after.by_test.get(t) != "passed")
-    fixed = sorted(t for t, o in after.by_test.items() if o == "passed" and before.by_test.get(t) != "passed")
-    passed = after.count("passed")
-    return {
-        "project": f"{suite.name} {suite.version}",
-        "before": before.summary(),
-        "after": after.summary(),
-        "target_passed": suite.min_passed,
-        "regressions": regressions,
-        "newly_passing": len(fixed),
-        "met": passed >= suite.min_passed and not regressions,
-        "migration": migration,
-        "seconds": {"before": round(before.seconds, 1), "after": round(after.seconds, 1)},
-    }
-
-
-def run_suite(suite: Suite, cache: Path, python: Path, timeout: int) -> dict:
+def verify_suite(suite: Suite, cache: Path, python: Path, rerun: int = 0, timeout: int = 900) -> dict:
+    """`torch-migrate verify` (the real CLI) on a copy of the project; its verdict, summarised."""
     source = fetch(suite, cache)
     work = cache / "work" / suite.folder
-    work.mkdir(parents=True, exist_ok=True)
-    before_dir, after_dir = work / "before", work / "after"
-    prepare(source, before_dir, suite)
-    prepare(source, after_dir, suite)
-    migration = migrate(after_dir)
-    before = run_tests(python, before_dir, suite, work / "before.xml", timeout)
-    after = run_tests(python, after_dir, suite, work / "after.xml", timeout)
-    return compare(suite, before, after, migration)
+    project = work / "project"
+    prepare(source, project, suite)
+    report = work / "verify.json"
+    report.unlink(missing_ok=True)
+    command = [
+        sys.executable, "-m", "codemods", "verify", str(project), "--python", str(python),
+        "--tests", test_command(suite), "--device", "cpu", "--rerun", str(rerun), "--timeout", str(timeout),
+        "--format", "json", "-o", str(report),
+    ]  # fmt: skip
+    # cwd=ROOT: `-m codemods` imports this checkout's codemods. No PYTHONPATH: verify hands its
+    # environment on to the suites' pytest, where this repository's `tests` must not be importable.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "PYTHONPATH"))}
+    started = time.monotonic()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    (work / "verify.log").write_text(done.stdout + done.stderr)
+    if done.returncode not in (0, 1) or not report.exists():
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-20:])
+        raise RuntimeError(f"torch-migrate verify could not run on {suite.name} (exit {done.returncode}):\n{tail}")
+    return summarise(suite, json.loads(report.read_text()), time.monotonic() - started, done.returncode)
+
+
+OUTCOMES = ("passed", "failed", "error", "skipped")
+
+
+def summarise(suite: Suite, data: dict, seconds: float, exit_code: int) -> dict:
+    """One row of the results: what verify's JSON report says about this suite."""
+    sides = {s["label"]: s for s in data["sides"]}
+    counts = lambda label: {k: sides.get(label, {}).get("outcomes", {}).get(k, 0) for k in OUTCOMES}  # noqa: E731
+    regressions = sorted(t["id"] for t in data["tests"] if t["kind"] in ("regression", "missing"))
+    after = counts("after")
+    return {
+        "project": f"{suite.name} {suite.version}",
+        "status": data["status"],
+        "exit_code": exit_code,
+        "before": counts("before"),
+        "after": after,
+        "target_passed": suite.min_passed,
+        "regressions": regressions,
+        "fixed": data["summary"].get("fixed", 0),
+        "flaky": sorted(t["id"] for t in data["tests"] if t["kind"] == "flaky"),
+        "met": after["passed"] >= suite.min_passed and not regressions and data["status"] == "ok",
+        "rewrites": data["migration"]["rewrites"] if data.get("migration") else {},
+        "files_changed": len(data["migration"]["files_changed"]) if data.get("migration") else 0,
+        "notes": data.get("notes", []),
+        "seconds": round(seconds, 1),
+    }
+
+
+def run_all(suites: list[Suite] | tuple[Suite, ...], cache: Path, pip_args: str = "", rerun: int = 0) -> list[dict]:
+    """Fetch, build the venv, verify every suite (all at once); write `results.json` in the cache."""
+    for suite in suites:
+        fetch(suite, cache)
+    python = build_venv(cache, pip_args)
+    with ThreadPoolExecutor(max_workers=len(suites)) as pool:
+        results = list(pool.map(lambda s: verify_suite(s, cache, python, rerun), suites))
+    (cache / RESULTS).write_text(json.dumps(results, indent=1) + "\n")
+    return results
 
 
 def _cell(summary: dict[str, int]) -> str:
@@ -275,7 +289,7 @@ def markdown(results: list[dict]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for r in results:
-        applied = ", ".join(f"{c}×{n}" for c, n in r["migration"]["rewrites"].items()) or "none"
+        applied = ", ".join(f"{c}×{n}" for c, n in r["rewrites"].items()) or "none"
         lines.append(
             f"| {r['project']} | {_cell(r['before'])} | {_cell(r['after'])} | >= {r['target_passed']} passed"
             f" {'✓' if r['met'] else '✗'} | {len(r['regressions'])} | {applied} |"
@@ -283,44 +297,54 @@ def markdown(results: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("fetch", "venv", "run"))
-    parser.add_argument("names", nargs="*", help="suites to use (default: all)")
-    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
-    parser.add_argument("--pip-args", default="", help="extra arguments for `pip install` of the test deps")
-    parser.add_argument("--timeout", type=int, default=900, help="seconds per test run")
-    parser.add_argument("--check", action="store_true", help="exit 1 unless every suite meets its target")
-    parser.add_argument("--json", type=Path, help="write the results as JSON")
-    parser.add_argument("--markdown", type=Path, help="write the results table as Markdown")
-    args = parser.parse_args(argv)
-
-    suites = [s for s in SUITES if not args.names or s.name in args.names]
-    if not suites:
-        parser.error(f"unknown suite; known: {', '.join(s.name for s in SUITES)}")
-    cache = args.cache.resolve()
+def check_cache(cache: Path) -> Path:
+    """`cache`, created and resolved; SetupError when it lies inside a git repository."""
+    cache = cache.resolve()
     cache.mkdir(parents=True, exist_ok=True)
     inside = subprocess.run(["git", "-C", str(cache), "rev-parse", "--show-toplevel"], capture_output=True, text=True)
     if inside.returncode == 0:
-        parser.error(f"--cache {cache} lies inside the git repository {inside.stdout.strip()}; choose another")
-    if args.command == "fetch":
-        for suite in suites:
-            print(fetch(suite, cache))
+        raise SetupError(f"cache {cache} lies inside the git repository {inside.stdout.strip()}; choose another")
+    return cache
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=("fetch", "venv", "run", "report"))
+    parser.add_argument("names", nargs="*", help="suites to use (default: all)")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--pip-args", default="", help="extra arguments for `pip install` of the test deps")
+    parser.add_argument("--rerun", type=int, default=0, help="verify --rerun (reruns of changed tests)")
+    parser.add_argument("--check", action="store_true", help="run: exit 1 unless every suite meets its target")
+    parser.add_argument("--json", type=Path, help=f"report: the results to read (default: CACHE/{RESULTS})")
+    args = parser.parse_args(argv)
+
+    if args.command == "report":
+        path = args.json or args.cache / RESULTS
+        if not path.exists():
+            parser.error(f"{path} does not exist: run `real_suites.py run` or tests/test_real_suites.py first")
+        sys.stdout.write(markdown(json.loads(path.read_text())))
         return 0
-    python = build_venv(cache, args.pip_args)
-    if args.command == "venv":
-        print(python)
-        return 0
-    results = [run_suite(s, cache, python, args.timeout) for s in suites]
-    table = markdown(results)
-    print(table)
+    suites = [s for s in SUITES if not args.names or s.name in args.names]
+    if not suites:
+        parser.error(f"unknown suite; known: {', '.join(s.name for s in SUITES)}")
+    try:
+        cache = check_cache(args.cache)
+        if args.command == "fetch":
+            for suite in suites:
+                print(fetch(suite, cache))
+            return 0
+        if args.command == "venv":
+            print(build_venv(cache, args.pip_args))
+            return 0
+        results = run_all(suites, cache, args.pip_args, args.rerun)
+    except SetupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(markdown(results))
     for r in results:
         if r["regressions"]:
             print(f"{r['project']}: regressions: {', '.join(r['regressions'])}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1) + "\n")
-    if args.markdown:
-        args.markdown.write_text(table)
+    print(f"results: {cache / RESULTS}")
     return 0 if not args.check or all(r["met"] for r in results) else 1
 
 

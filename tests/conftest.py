@@ -20,3 +20,16 @@ def project(tmp_path: Path):
         return target
 
     return copy
+
+
+def load_script(name: str):
+    """scripts/<name>.py as a module, loaded once (so its classes are the same in every test module)."""
+    import importlib.util
+    import sys
+
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+    return sys.modules[name]

@@ -1,53 +1,82 @@
-"""scripts/real_suites.py without the network: JUnit parsing, the before/after comparison, pins."""
+"""scripts/real_suites.py without the real suites: summarising verify's JSON, the table, pins, failures."""
 
 from __future__ import annotations
 
-import importlib.util
+import json
 import re
+import subprocess
 import sys
-from pathlib import Path
 
-from tests.conftest import ROOT
+import pytest
 
-_spec = importlib.util.spec_from_file_location("real_suites", ROOT / "scripts" / "real_suites.py")
-real_suites = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("real_suites", real_suites)  # dataclasses look their module up there
-_spec.loader.exec_module(real_suites)
+from tests.conftest import ROOT, load_script
 
-JUNIT = """<?xml version="1.0" encoding="utf-8"?>
-<testsuites><testsuite name="pytest">
- <testcase classname="tests.test_a" name="test_ok"/>
- <testcase classname="tests.test_a" name="test_bad"><failure message="x"/></testcase>
- <testcase classname="tests.test_a" name="test_skip"><skipped message="gpu"/></testcase>
- <testcase classname="" name="tests.test_b"><error message="collection"/></testcase>
-</testsuite></testsuites>
-"""
+real_suites = load_script("real_suites")
+
+SUITE = real_suites.Suite("demo", "1.0", "0" * 64, "demo-1.0.tar.gz", min_passed=2)
 
 
-def _outcomes(tmp_path: Path, text: str, name: str) -> "real_suites.Outcomes":
-    path = tmp_path / name
-    path.write_text(text)
-    return real_suites.Outcomes(real_suites.parse_junit(path))
+def _verify_json(after_kind: str = "fixed") -> dict:
+    """The parts of a `torch-migrate verify --format json` report that summarise() reads."""
+    tests = [
+        {"id": "tests/test_a.py::test_ok", "kind": "unchanged"},
+        {"id": "tests/test_a.py::test_bad", "kind": after_kind},
+    ]
+    after = {"passed": 2, "skipped": 1} if after_kind == "fixed" else {"passed": 1, "failed": 1, "skipped": 1}
+    return {
+        "status": "ok" if after_kind == "fixed" else "regressions",
+        "sides": [
+            {"label": "before", "outcomes": {"passed": 1, "failed": 1, "skipped": 1}},
+            {"label": "after", "outcomes": after},
+        ],
+        "tests": tests,
+        "summary": {"fixed": int(after_kind == "fixed")},
+        "migration": {"rewrites": {"TM007": 2, "TM401": 1}, "files_changed": ["a.py"]},
+        "notes": [],
+    }
 
 
-def test_parse_junit_counts_each_outcome(tmp_path):
-    outcomes = _outcomes(tmp_path, JUNIT, "a.xml")
-    assert outcomes.summary() == {"passed": 1, "failed": 1, "error": 1, "skipped": 1}
-    assert outcomes.by_test["tests.test_a::test_bad"] == "failed"
+def test_summarise_reads_the_counts_regressions_and_codemods_of_a_verify_report():
+    row = real_suites.summarise(SUITE, _verify_json(), 1.0, 0)
+    assert row["before"] == {"passed": 1, "failed": 1, "error": 0, "skipped": 1}
+    assert row["after"]["passed"] == 2 and row["regressions"] == [] and row["met"]
+    assert "| demo 1.0 | 1 passed, 1 failed, 1 skipped | 2 passed, 1 skipped | >= 2 passed ✓ | 0 | TM007×2, TM401×1 |" in (
+        real_suites.markdown([row])
+    )
 
 
-def test_compare_reports_regressions_and_the_target(tmp_path):
-    suite = real_suites.Suite("demo", "1.0", "0" * 64, "demo-1.0.tar.gz", min_passed=2)
-    before = _outcomes(tmp_path, JUNIT, "before.xml")
-    fixed = JUNIT.replace('<failure message="x"/>', "")
-    after = _outcomes(tmp_path, fixed, "after.xml")
-    result = real_suites.compare(suite, before, after, {"rewrites": {}})
-    assert result["met"] and result["regressions"] == [] and result["newly_passing"] == 1
+def test_a_regression_misses_the_target_even_with_enough_passing_tests():
+    row = real_suites.summarise(SUITE, _verify_json("regression"), 1.0, 1)
+    assert row["regressions"] == ["tests/test_a.py::test_bad"] and not row["met"]
+    assert "✗" in real_suites.markdown([row])
 
-    broken = JUNIT.replace('name="test_ok"/>', 'name="test_ok"><failure message="y"/></testcase>')
-    result = real_suites.compare(suite, before, _outcomes(tmp_path, broken, "broken.xml"), {"rewrites": {}})
-    assert not result["met"] and result["regressions"] == ["tests.test_a::test_ok"]
-    assert "✗" in real_suites.markdown([result])
+
+def test_report_command_prints_the_table_of_a_results_file(tmp_path):
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps([real_suites.summarise(SUITE, _verify_json(), 1.0, 0)]))
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "real_suites.py"), "report", "--json", str(results)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert done.stdout == real_suites.markdown(json.loads(results.read_text()))
+
+
+def test_an_unreachable_index_is_a_setup_error_that_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(real_suites, "ATTEMPTS", 1)
+    monkeypatch.setattr(real_suites, "PIP_RETRIES", ("--retries", "0", "--timeout", "2"))
+    for name in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    with pytest.raises(real_suites.SetupError, match="PyPI reachable"):
+        real_suites.fetch(SUITE, tmp_path)
+
+
+def test_a_cache_inside_a_git_repository_is_refused(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    with pytest.raises(real_suites.SetupError, match="inside the git repository"):
+        real_suites.check_cache(tmp_path / "cache")
+    assert real_suites.check_cache(tmp_path.parent / f"{tmp_path.name}-outside") == (tmp_path.parent / f"{tmp_path.name}-outside").resolve()
 
 
 def test_every_test_requirement_is_pinned_and_torch_is_the_cpu_one():
