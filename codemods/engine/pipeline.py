@@ -118,13 +118,18 @@ def _culprit(tree: cst.Module, specs: Sequence[Spec], file: FileContext) -> str:
     return specs[-1].code if specs else "?"
 
 
+def _firing(specs: Sequence[Spec], source: str, file: FileContext) -> list[Spec]:
+    """The codemods that may change this text: trigger regexes first, then the codemod's own gate."""
+    return [s for s in specs if s.fires_on(source) and s.codemod.applies(source, file.facts)]
+
+
 def transform_source(source: str, specs: Sequence[Spec], file: FileContext | None = None) -> Result:
     """Migrate one module's text with `specs` (in the given order, normally PIPELINE order).
 
     Never raises for bad input: problems come back in `Result.problem`, with the text unchanged.
     """
     file = file or FileContext()
-    firing = [s for s in specs if s.fires_on(source)]
+    firing = _firing(specs, source, file)
     if not firing:
         return Result(code=source)
     file = replace(file, noqa=noqa_lines(source))
@@ -138,7 +143,7 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
         if fixed is None:
             return Result(code=source, problem=tree)
         source, tree, repaired = fixed
-        firing = [s for s in specs if s.fires_on(source)]
+        firing = _firing(specs, source, file)
     firing = [s for s in firing if not _pre_parse(s)]
     try:
         new_tree, rewrites, findings = _run(tree, firing, file)

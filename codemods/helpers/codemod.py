@@ -77,6 +77,16 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
     CODE: ClassVar[str] = ""
     SAFETY: ClassVar[str] = "safe"
     USES_REPO_FACTS: ClassVar[bool] = False  # ask the engine for the whole-repo first pass
+
+    @classmethod
+    def applies(cls, text: str, facts: RepoFacts) -> bool:
+        """A second, file-level gate after the trigger regexes, with the repo facts at hand.
+
+        The triggers say "this text may need me"; a codemod whose decision also depends on the
+        whole repository (or on a second word being present) can decline a file here, before it
+        is parsed for it. Default: yes.
+        """
+        return True
     METADATA_DEPENDENCIES = (PositionProvider,)
 
     def __init__(self, context: CodemodContext, file: FileContext | None = None) -> None:

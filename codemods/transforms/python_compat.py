@@ -131,6 +131,12 @@ class PythonCompat(ReferenceCodemod):
     """
 
     CODE = "TM401"
+
+    @classmethod
+    def applies(cls, text: str, facts) -> bool:
+        # The triggers match `.float`/`.int` attributes anywhere (fast regexes); only a file that
+        # names numpy or collections can hold what this rewrites.
+        return "numpy" in text or "collections" in text
     SAFETY = "safe"
     DESCRIPTION = "collections.Mapping -> collections.abc.Mapping; np.Inf/np.float/... -> np.inf/float/..."
 

@@ -309,6 +309,13 @@ class StateDictPrefix(MigrationCodemod):
     USES_REPO_FACTS = True
     DESCRIPTION = "torch.save(dp_model.state_dict()) -> unwrap first; strip `module.` with consume_prefix_in_state_dict_if_present"
 
+    @classmethod
+    def applies(cls, text: str, facts) -> bool:
+        # Nothing to unwrap or strip in a file of a repository that wraps no model and has no
+        # `module.` handling of its own: decline before parsing (this codemod walks the tree four
+        # times, and `load_state_dict` alone is in a sixth of real files).
+        return bool(facts.dataparallel_files or facts.wrapped_attributes) or "DataParallel" in text or "module." in text
+
     def transform_module(self, tree: cst.Module) -> cst.Module:
         result = super().transform_module(tree)
         # An import removed from the top leaves the blank lines that followed it at the top.
