@@ -143,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-ruff", action="store_true")
     parser.add_argument("--peers-dir", type=Path, default=corpus.default_dir().parent / "bench-peers")
     parser.add_argument("--json", type=Path, default=Path("bench-results.json"))
+    parser.add_argument("--no-h5py", action="store_true", help="skip TM201's DataLoader benchmark")
     parser.add_argument("--_parse-floor", nargs=2, metavar=("LIST", "JOBS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args._parse_floor:
@@ -242,6 +243,13 @@ def main(argv: list[str] | None = None) -> int:
         "corpus": {"projects": sorted(dirs), "files": len(files), "lines": lines},
         "jobs": n, "repeat": args.repeat, "machine": machine, "results": summary, "ratios": ratios,
     }  # fmt: skip
+    if not args.no_h5py:
+        # TM201: the lazily opened dataset against the naive "open the file in every __getitem__".
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_h5py import bench_h5py_lazy_open
+
+        out["h5py_lazy_open"] = bench_h5py_lazy_open()
+        print(f"TM201 migrated / naive items per second (num_workers=2): {out['h5py_lazy_open']['ratio']:.2f}")
     args.json.write_text(json.dumps(out, indent=2) + "\n")
     print(f"\nwrote {args.json}")
     shutil.rmtree(scratch, ignore_errors=True)
