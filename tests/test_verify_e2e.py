@@ -280,3 +280,18 @@ def test_a_flat_editable_install_is_redirected_for_a_bare_pytest_command(tmp_pat
     data = json.loads(out)
     assert code == 1, out
     assert [t["id"] for t in data["tests"] if t["kind"] == "regression"] == ["tests/test_flat.py::test_keeps_the_legacy_call"]
+
+
+def test_readme_example_is_fixed_by_the_migration(project) -> None:
+    """The README's main command: the bundled example's tests fail before and pass after."""
+    root = project("legacy_classifier")
+    before = snapshot(root)
+    report = verify(root, VerifyOptions(rerun=1, device="cpu"))
+    sides = {s.label: s.outcomes for s in report.sides}
+    assert report.exit_code == 0 and not report.regressions
+    assert sides["before"].get("passed") == 1 and sides["before"].get("failed") == 3
+    assert sides["after"].get("passed") == 4
+    assert not sides["after"].get("failed") and not sides["after"].get("error")
+    assert len(report.fixed) == 3
+    assert set(report.migration.rewrites) == {"TM001", "TM002", "TM003", "TM101"}
+    assert snapshot(root) == before  # verify only reads the user's tree
