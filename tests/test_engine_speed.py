@@ -86,6 +86,8 @@ def _full_visit(module: cst.Module) -> tuple[dict, set]:
 def _sources():
     yield "tricky", TRICKY
     for path in sorted((ROOT / "fixtures").rglob("*.py")):
+        if path.parent.name == "TM000-legacy-syntax" and path.name.endswith(".in.py"):
+            continue  # inputs that do not parse, on purpose (TM000 repairs them before parsing)
         yield str(path.relative_to(ROOT)), path.read_text()
     for path in sorted((ROOT / "codemods").rglob("*.py")):
         yield str(path.relative_to(ROOT)), path.read_text()
