@@ -101,12 +101,20 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
         source = decode(data)
     diff = unified_diff(source.text, outcome.code, display) if plan.mode == "diff" else None
     if plan.mode == "write":
-        try:
-            write_atomic(path, source.encode(outcome.code))
-        except (OSError, UnicodeEncodeError) as exc:
-            reason = f"cannot write: {getattr(exc, 'strerror', None) or exc}; left untouched"
-            return FileResult(display, Status.ERROR, findings=outcome.findings, problem=Problem(display, 0, reason))
+        failed = _write(path, source, outcome.code, display, outcome.findings)
+        if failed is not None:
+            return failed
     return replace(result, diff=diff)
+
+
+def _write(path: Path, source: Decoded, code: str, display: str, findings) -> FileResult | None:
+    """Write the migrated text in the file's own encoding; a `FileResult` only when that fails."""
+    try:
+        write_atomic(path, source.encode(code))
+    except (OSError, UnicodeEncodeError) as exc:
+        reason = f"cannot write: {getattr(exc, 'strerror', None) or exc}; left untouched"
+        return FileResult(display, Status.ERROR, findings=findings, problem=Problem(display, 0, reason))
+    return None
 
 
 def _outcome(data: bytes, display: str, specs: tuple[Spec, ...], plan: Plan) -> tuple[Outcome, Decoded | None]:
@@ -151,11 +159,9 @@ def _notebook(path: Path, display: str, data: bytes, specs: tuple[Spec, ...], pl
             for index, old, new in zip(notebook.changed_cells, notebook.cells_before, notebook.cells_after)
         )
     if plan.mode == "write":
-        try:
-            write_atomic(path, source.encode(result.code))
-        except (OSError, UnicodeEncodeError) as exc:
-            reason = f"cannot write: {getattr(exc, 'strerror', None) or exc}; left untouched"
-            return FileResult(display, Status.ERROR, findings=result.findings, problem=Problem(display, 0, reason))
+        failed = _write(path, source, result.code, display, result.findings)
+        if failed is not None:
+            return failed
     return FileResult(
         display, Status.CHANGED, rewrites=result.rewrites or {}, findings=result.findings, diff=diff, notes=result.notes
     )

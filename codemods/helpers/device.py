@@ -23,6 +23,7 @@ import libcst as cst
 
 from codemods.helpers.codemod import MigrationCodemod, NodeT
 from codemods.helpers.names import Imports, attribute_chain
+from codemods.helpers.statements import is_docstring
 
 FRESH_NAMES = ("torch_device",)
 
@@ -395,15 +396,6 @@ def _is_import_line(statement: cst.BaseStatement) -> bool:
     )
 
 
-def _is_docstring(statement: cst.BaseStatement) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
-
-
 def _binds(statement: cst.BaseStatement, name: str) -> bool:
     if not _is_import_line(statement):
         return False
@@ -423,7 +415,7 @@ def insertion_index(body: Sequence[cst.BaseStatement], first_use: int | None, ne
     `from __future__`), or after the later import that binds `needs` (how the definition spells
     torch), and never after the first top-level statement that uses the device right away."""
     limit = len(body) if first_use is None else first_use
-    index = 1 if body and _is_docstring(body[0]) else 0
+    index = 1 if body and is_docstring(body[0]) else 0
     while index < limit and _is_import_line(body[index]):
         index += 1
     if needs is not None:

@@ -9,6 +9,7 @@ import libcst as cst
 from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.facts import is_dataset_base
 from codemods.helpers.scope import ScopeNodes as _Scope
+from codemods.helpers.statements import is_docstring
 from codemods.transforms.h5py_runtime import DESCRIPTOR, HELPER, LAZY
 
 H5_FILE = "h5py.File"
@@ -574,7 +575,7 @@ class _ClassRewriter(cst.CSTTransformer):
 
     def _with_descriptors(self, node: cst.ClassDef) -> cst.ClassDef:
         body = list(node.body.body)
-        at = 1 if body and _is_docstring(body[0]) else 0
+        at = 1 if body and is_docstring(body[0]) else 0
         lines = [
             cst.SimpleStatementLine(
                 body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(a))], value=cst.parse_expression(f"{DESCRIPTOR}()"))]
@@ -590,10 +591,3 @@ class _ClassRewriter(cst.CSTTransformer):
         return node.with_changes(body=node.body.with_changes(body=[*body[:at], *lines, *body[at:]]))
 
 
-def _is_docstring(statement: cst.BaseStatement) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
