@@ -53,6 +53,11 @@ class Spec:
     def trigger(self) -> re.Pattern[str]:
         return re.compile("|".join(f"(?:{t})" for t in self.triggers))
 
+    @cached_property
+    def sites(self) -> tuple[re.Pattern[str], ...]:
+        """What makes a statement one of this codemod's candidates (see helpers/sites.py)."""
+        return (self.trigger, *(re.compile(s) for s in self.codemod.SITES))
+
     @property
     def summary(self) -> str:
         return self.codemod.DESCRIPTION

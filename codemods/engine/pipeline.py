@@ -13,6 +13,7 @@ from libcst.codemod import CodemodContext, SkipFile
 from codemods.helpers.codemod import FileContext
 from codemods.engine import legacy_syntax
 from codemods.helpers.noqa import is_suppressed, noqa_lines
+from codemods.helpers.sites import Pruner, Sites
 from codemods.registry import Spec
 from codemods.results import Finding, Problem
 
@@ -82,13 +83,18 @@ def _parse(text: str, path: str) -> cst.Module | Problem:
         return Problem(path, 0, f"libcst cannot parse this file: {exc}")
 
 
-def _run(tree: cst.Module, specs: Sequence[Spec], file: FileContext):
-    """Run `specs` over `tree`; returns (tree, rewrites, findings) or raises _CodemodFailed."""
+def _run(tree: cst.Module, specs: Sequence[Spec], file: FileContext, sites: Sites | None = None):
+    """Run `specs` over `tree`; returns (tree, rewrites, findings) or raises _CodemodFailed.
+
+    `sites` (the statement map of the text `tree` was parsed from) lets codemods with PRUNE skip
+    the statements that hold none of their words."""
     rewrites: dict[str, int] = {}
     findings: list[Finding] = []
     for spec in specs:
         # A fresh context per codemod: chained codemods sharing one re-apply each other's imports.
         codemod = spec.codemod(CodemodContext(filename=file.path), file)
+        if sites is not None and codemod.PRUNE:
+            codemod.pruner = Pruner(sites, sites.hits(spec.sites))
         try:
             new = codemod.transform_module(tree)
         except SkipFile:
@@ -109,10 +115,10 @@ class _CodemodFailed(Exception):
         self.reason = reason
 
 
-def _culprit(tree: cst.Module, specs: Sequence[Spec], file: FileContext) -> str:
+def _culprit(tree: cst.Module, specs: Sequence[Spec], file: FileContext, sites: Sites | None) -> str:
     """Replay the pipeline one codemod at a time; the first whose output stops compiling."""
     for spec in specs:
-        tree, rewrites, _ = _run(tree, [spec], file)
+        tree, rewrites, _ = _run(tree, [spec], file, sites)
         if rewrites and _compile_error(tree.code, file.path) is not None:
             return spec.code
     return specs[-1].code if specs else "?"
@@ -145,8 +151,9 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
         source, tree, repaired = fixed
         firing = _firing(specs, source, file)
     firing = [s for s in firing if not _pre_parse(s)]
+    sites = Sites.of(source, tree) if any(s.codemod.PRUNE for s in firing) else None
     try:
-        new_tree, rewrites, findings = _run(tree, firing, file)
+        new_tree, rewrites, findings = _run(tree, firing, file, sites)
     except _CodemodFailed as exc:
         return Result(
             code=original, parsed=True, problem=Problem(file.path, 0, f"internal error: {exc.reason}", exc.code)
@@ -175,7 +182,7 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
         if before is not None:
             reason = f"does not compile with this Python ({before.msg}); left as it is"
             return Result(code=original, parsed=True, problem=Problem(file.path, before.lineno or 0, reason))
-        culprit = _culprit(tree, firing, file)
+        culprit = _culprit(tree, firing, file, sites)
         reason = f"internal error: the rewrite would not compile ({error.msg}); file left untouched"
         return Result(code=original, parsed=True, problem=Problem(file.path, error.lineno or 0, reason, culprit))
     notes = tuple(f"{f.path}:{f.line}: {f.message}" for f in repaired if f.kind == "review")

@@ -16,11 +16,14 @@ from typing import Callable, ClassVar, Generator, Iterator, TypeVar
 import libcst as cst
 from libcst import CSTTransformer
 from libcst.codemod import Codemod, CodemodContext, VisitorBasedCodemodCommand
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from codemods.helpers.facts import RepoFacts
+from codemods.helpers.import_edits import TopImportsAdder, UsedNamesRemover
 from codemods.helpers.names import Imports
 from codemods.helpers.noqa import is_suppressed
+from codemods.helpers.sites import Pruner
 from codemods.results import Finding
 
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
@@ -77,6 +80,12 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
     CODE: ClassVar[str] = ""
     SAFETY: ClassVar[str] = "safe"
     USES_REPO_FACTS: ClassVar[bool] = False  # ask the engine for the whole-repo first pass
+    PRUNE: ClassVar[bool] = False
+    """True: every site of this codemod, and everything it needs to decide one, lies in statements
+    whose lines match its triggers (or `SITES`), so the walk skips every other statement
+    (helpers/sites.py). False for a codemod that learns from statements without its words."""
+    SITES: ClassVar[tuple[str, ...]] = ()
+    """Regexes for statements to visit besides the trigger lines (with PRUNE)."""
 
     @classmethod
     def applies(cls, text: str, facts: RepoFacts) -> bool:
@@ -106,6 +115,8 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
         self.rewrites = 0
         self.imports = Imports()
         self._plain_dispatch = False  # set per run in transform_module_impl
+        self.pruner: Pruner | None = None  # set by the engine when PRUNE and the file allows it
+        self._skipped: cst.CSTNode | None = None
 
     # -- driving ---------------------------------------------------------------------------
     #
@@ -116,6 +127,16 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
     # produce a finding), other providers only when a subclass declares them, imports are read
     # from the statements alone, and visit/leave dispatch is cached per node type unless the
     # subclass uses matcher decorators.
+
+    def _instantiate_and_run(self, transform, tree: cst.Module) -> cst.Module:
+        # libcst runs its import adder/remover after the transform; ours cost what their job
+        # costs (helpers/import_edits.py) and, like the codemods, work on the tree uncopied.
+        transform = {AddImportsVisitor: TopImportsAdder, RemoveImportsVisitor: UsedNamesRemover}.get(transform, transform)
+        inst = transform(self.context)
+        wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
+        with inst.resolve(wrapper):
+            inst.context = replace(inst.context, wrapper=wrapper)
+            return inst.transform_module_impl(wrapper.module)
 
     @contextmanager
     def _handle_metadata_reference(self, module: cst.Module) -> Generator[cst.Module, None, None]:
@@ -161,12 +182,18 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
         return None if name is None else getattr(self, name)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.pruner is not None and self.pruner.skips(node):
+            self._skipped = node  # no children are visited: its on_leave comes next
+            return False
         if not self._plain_dispatch:
             return super().on_visit(node)
         func = self._handler("visit_", node)
         return func is None or func(node) is not False
 
     def on_leave(self, original_node, updated_node):
+        if original_node is self._skipped:
+            self._skipped = None
+            return updated_node
         if not self._plain_dispatch:
             return super().on_leave(original_node, updated_node)
         func = self._handler("leave_", original_node)

@@ -1,0 +1,187 @@
+"""Which statements of a module can hold a codemod's sites: the walk skips the others.
+
+A libcst transformer rebuilds every node it visits, so one codemod's walk costs about as much as
+parsing the file, and a pipeline of twenty codemods costs twenty parses. Yet a codemod's sites sit
+on the few lines its words appear on (`cuda`, `Variable`, `size_average`...). `Sites` maps each
+statement of the tree to the lines it spans, read from CPython's `ast` of the same text (a C
+parse, a fraction of libcst's cost), so a codemod can skip, unvisited and unrebuilt, every
+statement none of whose lines holds one of its words.
+
+Statements are keyed by identity. A statement an earlier codemod rebuilt is not in the map, and
+is visited: pruning only ever skips statements this text is known to lay out.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+import warnings
+from typing import Iterable, Sequence
+
+import libcst as cst
+
+_NEWLINE = re.compile(r"\r\n|\n")
+
+
+class _Mismatch(Exception):
+    """The ast and libcst statement lists do not line up; no pruning for this file."""
+
+
+# libcst compound statement -> the ast types it parses as.
+_COMPOUND: dict[type, tuple[type, ...]] = {
+    cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef),
+    cst.ClassDef: (ast.ClassDef,),
+    cst.If: (ast.If,),
+    cst.For: (ast.For, ast.AsyncFor),
+    cst.While: (ast.While,),
+    cst.With: (ast.With, ast.AsyncWith),
+    cst.Try: (ast.Try,),
+}
+
+
+class Sites:
+    """Statement -> (first line, last line), and the lines a pattern matches, for one text."""
+
+    def __init__(self, source: str, tree: cst.Module) -> None:
+        self.source = source
+        self._starts = [0] + [m.end() for m in _NEWLINE.finditer(source)]
+        self.spans: dict[int, tuple[cst.CSTNode, int, int]] = {}
+        self.aliases: list[tuple[int, int, tuple[str, ...]]] = []  # import spans and the names they bind
+        self._hits: dict[str, list[int]] = {}
+        parsed = _ast(source)
+        if parsed is None:
+            self.spans = {}
+            return
+        try:
+            self._block(tree.body, parsed.body)
+        except _Mismatch:
+            self.spans = {}
+        self.aliases = [
+            (node.lineno, node.end_lineno or node.lineno, bound)
+            for node in ast.walk(parsed)
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and (bound := _bound(node))
+        ]
+
+    @classmethod
+    def of(cls, source: str, tree: cst.Module) -> Sites | None:
+        """The index, or None when pruning cannot be trusted for this text."""
+        if "\r" in source.replace("\r\n", ""):
+            return None  # a lone CR: CPython and our line count could disagree
+        sites = cls(source, tree)
+        return sites if sites.spans else None
+
+    # -- the statement map ---------------------------------------------------------------------
+
+    def _block(self, statements: Sequence[cst.BaseStatement], nodes: list[ast.stmt]) -> None:
+        i = 0
+        for statement in statements:
+            if isinstance(statement, cst.SimpleStatementLine):
+                group = nodes[i : i + len(statement.body)]
+                i += len(statement.body)
+                if len(group) != len(statement.body):
+                    raise _Mismatch
+                first, last = group[0].lineno, max(n.end_lineno or n.lineno for n in group)
+            else:
+                if i >= len(nodes):
+                    raise _Mismatch
+                node = nodes[i]
+                i += 1
+                kinds = _COMPOUND.get(type(statement))
+                if kinds is None:
+                    first, last = node.lineno, node.end_lineno or node.lineno  # match, try*: one unit
+                else:
+                    if not isinstance(node, kinds):
+                        raise _Mismatch
+                    decorators = getattr(node, "decorator_list", ())
+                    first = min([node.lineno, *(d.lineno for d in decorators)])
+                    last = node.end_lineno or node.lineno
+                    self._children(statement, node)
+            self.spans[id(statement)] = (statement, first, last)
+        if i != len(nodes):
+            raise _Mismatch
+
+    def _children(self, statement: cst.BaseCompoundStatement, node: ast.stmt) -> None:
+        self._body(statement.body, node.body)
+        if isinstance(statement, cst.Try):
+            if len(statement.handlers) != len(node.handlers):
+                raise _Mismatch
+            for handler, ast_handler in zip(statement.handlers, node.handlers):
+                self._body(handler.body, ast_handler.body)
+            if statement.finalbody is not None:
+                self._body(statement.finalbody.body, node.finalbody)
+        orelse = getattr(statement, "orelse", None)
+        if isinstance(orelse, cst.If):  # elif: the ast holds it as the one statement of orelse
+            if len(node.orelse) != 1 or not isinstance(node.orelse[0], ast.If):
+                raise _Mismatch
+            first = node.orelse[0].lineno
+            self._children(orelse, node.orelse[0])
+            self.spans[id(orelse)] = (orelse, first, node.orelse[0].end_lineno or first)
+        elif orelse is not None:
+            self._body(orelse.body, node.orelse)
+
+    def _body(self, body: cst.BaseSuite, nodes: list[ast.stmt]) -> None:
+        if isinstance(body, cst.IndentedBlock):
+            self._block(body.body, nodes)
+        # a one-line suite (`if x: y`) stays part of its statement
+
+    # -- lines -----------------------------------------------------------------------------------
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self._starts, offset)
+
+    def hits(self, patterns: Iterable[re.Pattern[str]]) -> list[int]:
+        """Sorted line numbers a match of any pattern starts on, plus the lines that use a name
+        an import on one of those lines bound (`from torch.cuda.amp import custom_fwd` makes every
+        line with `custom_fwd` a site; so does `import torch.autograd.Variable as V` for `V`)."""
+        lines: set[int] = set()
+        for pattern in patterns:
+            key = pattern.pattern
+            found = self._hits.get(key)
+            if found is None:
+                found = self._hits[key] = sorted({self.line_of(m.start()) for m in pattern.finditer(self.source)})
+            lines.update(found)
+        names = {name for first, last, bound in self.aliases if _any_between(lines, first, last) for name in bound}
+        if names:
+            words = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names))))
+            lines.update(self.line_of(m.start()) for m in words.finditer(self.source))
+        return sorted(lines)
+
+
+def _bound(node: ast.Import | ast.ImportFrom) -> tuple[str, ...]:
+    """The names an import binds that its uses may not spell out: every name of `from M import`,
+    the `as` names of `import` (`import torch.cuda` binds `torch`, and its uses say `torch.cuda`)."""
+    if isinstance(node, ast.ImportFrom):
+        return tuple(a.asname or a.name for a in node.names if a.name != "*")
+    return tuple(a.asname for a in node.names if a.asname)
+
+
+def _any_between(lines: set[int], first: int, last: int) -> bool:
+    return any(line in lines for line in range(first, last + 1))
+
+
+def _ast(source: str) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+class Pruner:
+    """For one codemod's walk: is this statement one to skip?"""
+
+    __slots__ = ("spans", "lines")
+
+    def __init__(self, sites: Sites, lines: list[int]) -> None:
+        self.spans = sites.spans
+        self.lines = lines
+
+    def skips(self, node: cst.CSTNode) -> bool:
+        span = self.spans.get(id(node))
+        if span is None or span[0] is not node:
+            return False
+        _, first, last = span
+        i = bisect.bisect_left(self.lines, first)
+        return i == len(self.lines) or self.lines[i] > last
