@@ -93,6 +93,7 @@ def _run(tree: cst.Module, specs: Sequence[Spec], file: FileContext, sites: Site
     for spec in specs:
         # A fresh context per codemod: chained codemods sharing one re-apply each other's imports.
         codemod = spec.codemod(CodemodContext(filename=file.path), file)
+        codemod.sites = sites
         if sites is not None and codemod.PRUNE:
             codemod.pruner = Pruner(sites, sites.hits(spec.sites))
         try:

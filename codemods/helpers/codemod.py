@@ -7,6 +7,7 @@ A codemod is pure: a tree in, a tree plus findings out. It records each rewrite 
 
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from functools import lru_cache
 from dataclasses import dataclass, field, replace
@@ -23,7 +24,7 @@ from codemods.helpers.facts import RepoFacts
 from codemods.helpers.import_edits import TopImportsAdder, UsedNamesRemover
 from codemods.helpers.names import Imports
 from codemods.helpers.noqa import is_suppressed
-from codemods.helpers.sites import Pruner
+from codemods.helpers.sites import Pruner, Sites, prune_visit
 from codemods.results import Finding
 
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
@@ -116,7 +117,13 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
         self.imports = Imports()
         self._plain_dispatch = False  # set per run in transform_module_impl
         self.pruner: Pruner | None = None  # set by the engine when PRUNE and the file allows it
+        self.sites: Sites | None = None  # the statement map, when the file allows pruning
         self._skipped: cst.CSTNode | None = None
+        # The walk's path, for positions (Sites.position): the statements of this text it is in,
+        # each with how many of the open indented blocks enclose it.
+        self._open_statements: list[tuple[cst.CSTNode, int]] = []
+        self._open_blocks: list[cst.IndentedBlock] = []
+        self._default_indent = "    "
 
     # -- driving ---------------------------------------------------------------------------
     #
@@ -167,6 +174,7 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.imports = Imports.of(tree)
+        self._default_indent = tree.default_indent
         self._plain_dispatch = not (self._extra_visit_funcs or self._extra_leave_funcs or self._matchers)
         return super().transform_module_impl(tree)
 
@@ -182,6 +190,8 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
         return None if name is None else getattr(self, name)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.sites is not None:
+            self._enter(node)
         if self.pruner is not None and self.pruner.skips(node):
             self._skipped = node  # no children are visited: its on_leave comes next
             return False
@@ -190,7 +200,21 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
         func = self._handler("visit_", node)
         return func is None or func(node) is not False
 
+    def _enter(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.IndentedBlock):
+            self._open_blocks.append(node)
+        elif id(node) in self.sites.spans and id(node) not in self.sites.elifs:
+            self._open_statements.append((node, len(self._open_blocks)))
+
+    def _leave(self, node: cst.CSTNode) -> None:
+        if self._open_blocks and self._open_blocks[-1] is node:
+            self._open_blocks.pop()
+        elif self._open_statements and self._open_statements[-1][0] is node:
+            self._open_statements.pop()
+
     def on_leave(self, original_node, updated_node):
+        if self.sites is not None:
+            self._leave(original_node)
         if original_node is self._skipped:
             self._skipped = None
             return updated_node
@@ -215,11 +239,23 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
 
     # -- helpers for subclasses ------------------------------------------------------------
 
+    def visit_where(self, node: cst.CSTNode, visitor: cst.CSTVisitor, *patterns: re.Pattern[str]) -> None:
+        """`node.visit(visitor)` over only the statements whose lines match `patterns` (all of
+        them when the file has no statement map): for a codemod's own extra passes."""
+        pruner = Pruner(self.sites, self.sites.hits(patterns)) if self.sites is not None else None
+        prune_visit(node, visitor, pruner)
+
     def qualified_name(self, expr: cst.BaseExpression) -> str | None:
         return self.imports.resolve(expr)
 
     def lines(self, node: cst.CSTNode) -> tuple[int, int, int]:
         """(first line, last line, column) of an original node."""
+        found = None
+        if self.sites is not None and self._open_statements:
+            statement, depth = self._open_statements[-1]
+            found = self.sites.position(statement, self._open_blocks[:depth], self._default_indent, node)
+        if found is not None:
+            return found
         pos = self.get_metadata(PositionProvider, node, None)
         if pos is None:
             return (0, 0, 0)

@@ -9,17 +9,18 @@ call-shaped rewrite (`istuple(x)` -> `isinstance(x, tuple)`) can be done in `lea
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import ExpressionContext, ExpressionContextProvider, PositionProvider
 
 from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.names import dotted
 
 
 class ReferenceCodemod(MigrationCodemod):
-    METADATA_DEPENDENCIES = (PositionProvider, ExpressionContextProvider)
-
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        # ids of expressions that are assigned or deleted, not read: what libcst's
+        # ExpressionContextProvider calls STORE/DEL, marked by this walk as it meets the binding
+        # statement (before its targets), instead of by a separate walk of the whole module.
+        self._bound: set[int] = set()
         self._not_refs: set[int] = set()  # ids of Names that name no value: `.attr`, `f(kw=...)`
         self._inner: set[int] = set()  # ids of Attributes that are the `.value` of another
         self.called: set[int] = set()  # ids of expressions that are a Call's `func`
@@ -62,9 +63,51 @@ class ReferenceCodemod(MigrationCodemod):
     def visit_Call(self, node: cst.Call) -> None:
         self.called.add(id(node.func))
 
+    # Binding positions: Assign/AnnAssign/AugAssign/NamedExpr/For/comprehension targets, `as`
+    # names, `del`, def/class names and parameters (as libcst's ExpressionContextProvider).
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._bind(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._bind(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._bind(node.name)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._bind(node.target)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._bound.add(id(node.name))
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._bound.add(id(node.name))
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._bound.add(id(node.name))
+
+    def _bind(self, target: cst.BaseExpression) -> None:
+        self._bound.add(id(target))
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value)
+
     def is_read(self, node: cst.BaseExpression) -> bool:
-        context = self.get_metadata(ExpressionContextProvider, node, None)
-        return context is ExpressionContext.LOAD
+        return id(node) not in self._bound
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
         if id(original_node) in self._not_refs or not self.is_read(original_node):

@@ -20,6 +20,7 @@ import warnings
 from typing import Iterable, Sequence
 
 import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 _NEWLINE = re.compile(r"\r\n|\n")
 
@@ -49,6 +50,8 @@ class Sites:
         self.spans: dict[int, tuple[cst.CSTNode, int, int]] = {}
         self.aliases: list[tuple[int, int, tuple[str, ...]]] = []  # import spans and the names they bind
         self._hits: dict[str, list[int]] = {}
+        self._positions: dict[int, tuple] = {}
+        self.elifs: set[int] = set()  # `elif` clauses: laid out only as part of their `if`
         parsed = _ast(source)
         if parsed is None:
             self.spans = {}
@@ -117,6 +120,7 @@ class Sites:
             first = node.orelse[0].lineno
             self._children(orelse, node.orelse[0])
             self.spans[id(orelse)] = (orelse, first, node.orelse[0].end_lineno or first)
+            self.elifs.add(id(orelse))
         elif orelse is not None:
             self._body(orelse.body, node.orelse)
 
@@ -124,6 +128,37 @@ class Sites:
         if isinstance(body, cst.IndentedBlock):
             self._block(body.body, nodes)
         # a one-line suite (`if x: y`) stays part of its statement
+
+    # -- positions -------------------------------------------------------------------------------
+
+    def position(
+        self, statement: cst.CSTNode, blocks: Sequence[cst.IndentedBlock], indent: str, node: cst.CSTNode
+    ) -> tuple[int, int, int] | None:
+        """(first line, last line, column) of `node` inside `statement`, in this text's lines; None
+        when `statement` is not one of this text's statements or `node` is not in it.
+
+        libcst's PositionProvider lays out the whole module, about two parses' worth, for every
+        codemod that reports anything. Laying out just `statement`, nested in stand-in `if`s with
+        the indented blocks (`blocks`) it sits in, gives the same columns, and lines off by a
+        constant that the ast's first line of the statement fixes."""
+        span = self.spans.get(id(statement))
+        if span is None or span[0] is not statement or id(statement) in self.elifs:
+            return None
+        cached = self._positions.get(id(statement))
+        if cached is None:
+            inner: cst.BaseStatement = statement
+            for block in reversed(blocks):
+                inner = cst.If(test=cst.Name("_"), body=block.with_changes(body=[inner], footer=[]))
+            module = cst.Module(body=[inner], default_indent=indent)
+            positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+            decorators = getattr(statement, "decorators", ())
+            anchor = positions[decorators[0]] if decorators else positions[statement]
+            cached = self._positions[id(statement)] = (positions, span[1] - anchor.start.line)
+        positions, offset = cached
+        found = positions.get(node)
+        if found is None:
+            return None
+        return (found.start.line + offset, found.end.line + offset, found.start.column)
 
     # -- lines -----------------------------------------------------------------------------------
 
@@ -185,3 +220,31 @@ class Pruner:
         _, first, last = span
         i = bisect.bisect_left(self.lines, first)
         return i == len(self.lines) or self.lines[i] > last
+
+
+def prune_visit(node: cst.CSTNode, visitor: cst.CSTVisitor, pruner: Pruner | None) -> None:
+    """`node.visit(visitor)`, skipping the statements `pruner` skips (their visit_ and leave_
+    alike, so scope stacks stay balanced). Without a pruner, a plain visit."""
+    if pruner is None:
+        node.visit(visitor)
+        return
+    visit, leave = visitor.on_visit, visitor.on_leave
+    skipped: list[cst.CSTNode] = []
+
+    def on_visit(n: cst.CSTNode) -> bool:
+        if pruner.skips(n):
+            skipped.append(n)
+            return False
+        return visit(n)
+
+    def on_leave(n: cst.CSTNode) -> None:
+        if skipped and skipped[-1] is n:
+            skipped.pop()
+            return
+        leave(n)
+
+    visitor.on_visit, visitor.on_leave = on_visit, on_leave  # type: ignore[method-assign]
+    try:
+        node.visit(visitor)
+    finally:
+        del visitor.on_visit, visitor.on_leave

@@ -101,6 +101,7 @@ class AmpNamespace(MigrationCodemod):
     """
 
     CODE = "TM004"
+    PRUNE = True  # its sites, and the statement each sits in, are on trigger lines
     DESCRIPTION = 'torch.cuda.amp.autocast() -> torch.amp.autocast("cuda")'
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:

@@ -61,6 +61,7 @@ class CheckpointReentrant(MigrationCodemod):
     """
 
     CODE = "TM005"
+    PRUNE = True  # its sites are `checkpoint(...)` calls on trigger lines
     DESCRIPTION = "checkpoint(fn, x) -> checkpoint(fn, x, use_reentrant=True)"
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:

@@ -144,6 +144,7 @@ class CudaToDevice(DeviceCodemod):
     """
 
     CODE = "TM101"
+    PRUNE = True  # its sites are on `cuda` lines; the device plan comes from its own full pass
     SAFETY = "safe"
     USES_REPO_FACTS = True
     DESCRIPTION = "x.cuda() -> x.to(device); torch.cuda.FloatTensor(n) -> torch.empty(n, dtype=..., device=device)"

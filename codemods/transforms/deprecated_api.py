@@ -172,6 +172,7 @@ class DeprecatedApi(MigrationCodemod):
     """
 
     CODE = "TM006"
+    PRUNE = True  # its sites are the deprecated names on trigger lines
     DESCRIPTION = "F.upsample -> F.interpolate, nn.init.xavier_uniform -> xavier_uniform_, torch.range -> arange, ..."
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:

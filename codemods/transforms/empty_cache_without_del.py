@@ -47,6 +47,8 @@ class EmptyCacheWithoutDel(MigrationCodemod):
     """
 
     CODE = "TM902"
+    PRUNE = True  # its sites are `empty_cache()` calls; what decides them is a `del` in the function
+    SITES = (r"\bdel\b",)
     SAFETY = "safe"
     DESCRIPTION = "finding: torch.cuda.empty_cache() with nothing deleted before it"
 

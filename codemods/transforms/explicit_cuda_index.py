@@ -44,6 +44,7 @@ class ExplicitCudaIndex(MigrationCodemod):
     """
 
     CODE = "TM904"
+    PRUNE = True  # its sites are `.cuda(i)` calls on trigger lines
     SAFETY = "safe"
     DESCRIPTION = "finding: .cuda(i) with an explicit device index fails without CUDA"
 

@@ -56,6 +56,7 @@ class LoadMapLocation(DeviceCodemod):
     """
 
     CODE = "TM102"
+    PRUNE = True  # its sites are `torch.load` calls on trigger lines
     SAFETY = "review"
     DESCRIPTION = "torch.load(f) -> torch.load(f, map_location=device)"
 

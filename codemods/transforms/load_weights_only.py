@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from codemods.helpers import args as A
@@ -107,6 +109,10 @@ class _Flows(cst.CSTVisitor):
             fed[root.value] = fed.get(root.value, False) or through_entry
 
 
+# Every statement _Flows learns from says `load` (`torch.load`, `th.load`, `load_state_dict`).
+_LOAD_WORD = re.compile(r"load")
+
+
 class LoadWeightsOnly(MigrationCodemod):
     """Make `torch.load`'s `weights_only=` explicit: `True` for state dicts, else `False` and a finding.
 
@@ -152,9 +158,11 @@ class LoadWeightsOnly(MigrationCodemod):
     SAFETY = "review"
     DESCRIPTION = "torch.load(f) -> torch.load(f, weights_only=True) for state dicts, else False + finding"
 
+    PRUNE = True  # its sites are `load` calls; what it learns (_Flows) is on `load...` lines too
+
     def visit_Module(self, node: cst.Module) -> None:
         self.flows = _Flows(self.imports)
-        node.visit(self.flows)
+        self.visit_where(node, self.flows, _LOAD_WORD)
 
     def _name_call(self, node: cst.Call, bound: dict) -> str:
         """`torch.load("model.pth")`, or `torch.load(...)` when the file argument is long."""

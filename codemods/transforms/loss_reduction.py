@@ -90,6 +90,7 @@ class LossReduction(MigrationCodemod):
     """
 
     CODE = "TM001"
+    PRUNE = True  # its sites are the loss calls and constructors its triggers name
     DESCRIPTION = "nn.MSELoss(reduce=False) -> nn.MSELoss(reduction='none')"
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:

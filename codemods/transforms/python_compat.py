@@ -131,6 +131,7 @@ class PythonCompat(ReferenceCodemod):
     """
 
     CODE = "TM401"
+    PRUNE = True  # its sites are the removed aliases on trigger lines
 
     @classmethod
     def applies(cls, text: str, facts) -> bool:

@@ -93,6 +93,7 @@ class RemovedInternals(ReferenceCodemod):
     """
 
     CODE = "TM008"
+    PRUNE = True  # its sites are the removed names on trigger lines
     SAFETY = "safe"
     DESCRIPTION = "_LRScheduler -> LRScheduler, private DataLoader paths, zero_gradients, type-name tests -> dtype"
 

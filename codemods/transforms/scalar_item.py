@@ -182,6 +182,7 @@ class ScalarItem(MigrationCodemod):
     """
 
     CODE = "TM003"
+    PRUNE = True  # its sites are on trigger lines; the bindings it learns from come from its own full pass
     DESCRIPTION = "loss.data[0] -> loss.item() (only on provably 0-dim values)"
 
     def __init__(self, *args, **kwargs) -> None:

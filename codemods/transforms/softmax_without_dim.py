@@ -55,6 +55,7 @@ class SoftmaxWithoutDim(MigrationCodemod):
     """
 
     CODE = "TM903"
+    PRUNE = True  # its sites are softmax calls on trigger lines
     SAFETY = "safe"
     DESCRIPTION = "finding: F.softmax(x) / nn.Softmax() without dim (the implicit choice is deprecated)"
 

@@ -87,6 +87,7 @@ class TorchSix(ReferenceCodemod):
     """
 
     CODE = "TM007"
+    PRUNE = True  # its sites are `torch._six` names and what was imported from it
     SAFETY = "safe"
     DESCRIPTION = "from torch._six import string_classes -> (str, bytes), and the rest of torch._six"
 
@@ -125,6 +126,7 @@ class TorchSix(ReferenceCodemod):
         return False
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        super().visit_ClassDef(node)
         if len(node.bases) == 1 and isinstance(node.bases[0].value, cst.Call) and not node.keywords:
             self._bases.add(id(node.bases[0].value))
 

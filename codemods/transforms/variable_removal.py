@@ -104,6 +104,7 @@ class VariableRemoval(MigrationCodemod):
     """
 
     CODE = "TM002"
+    PRUNE = True  # its sites and what decides them (the statement around a `Variable(...)`) are on trigger lines
     DESCRIPTION = "Variable(x) -> x; Variable(x, requires_grad=True) -> x.requires_grad_()"
 
     def __init__(self, *args, **kwargs) -> None:

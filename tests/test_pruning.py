@@ -1,0 +1,164 @@
+"""Statement pruning (helpers/sites.py) changes how much of a tree a codemod walks, never what it does.
+
+Each check runs the same input with and without the shortcut and compares: the output, the
+rewrite counts and the findings (with their lines) of every codemod that prunes, over every
+fixture of every codemod (all of them, so a codemod meets others' inputs too); positions from
+`Sites.position` against libcst's PositionProvider for every node of real-looking files; the
+import remover against what a reader would call used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from codemods import registry
+from codemods.api import transform_source
+from codemods.helpers.sites import Sites
+from tests.conftest import FIXTURES
+
+ROOT = Path(__file__).resolve().parents[1]
+INPUTS = sorted(FIXTURES.glob("TM*/*.in.py")) + sorted((FIXTURES / "projects").rglob("*.py"))
+PRUNING = [s for s in registry.PIPELINE + registry.CHECKS if s.codemod.PRUNE]
+
+
+def _outcome(spec: registry.Spec, source: str, prune: bool):
+    saved = spec.codemod.PRUNE
+    spec.codemod.PRUNE = prune
+    try:
+        result = transform_source(source, [spec], path="case.py")
+    finally:
+        spec.codemod.PRUNE = saved
+    findings = sorted((f.code, f.line, f.column, f.kind, f.message) for f in result.findings)
+    return result.code, result.rewrites, findings, result.problem
+
+
+def test_most_codemods_prune() -> None:
+    # The speed of the pipeline rests on this (scripts/bench.py); a codemod that stops pruning
+    # should be a decision, not an accident.
+    assert len(PRUNING) >= 15
+
+
+@pytest.mark.parametrize("spec", PRUNING, ids=lambda s: s.code)
+def test_pruned_walk_does_what_the_full_walk_does(spec: registry.Spec) -> None:
+    compared = 0
+    for path in INPUTS:
+        source = path.read_text()
+        if not spec.fires_on(source):
+            continue
+        assert _outcome(spec, source, True) == _outcome(spec, source, False), path
+        compared += 1
+    assert compared >= 2, f"{spec.code} fires on only {compared} inputs"
+
+
+def test_pruning_skips_statements_without_the_codemod_words() -> None:
+    source = "import torch\n\ndef f(x):\n    y = x + 1\n    return y\n\ndef g(x):\n    return x.cuda()\n"
+    tree = cst.parse_module(source)
+    sites = Sites.of(source, tree)
+    assert sites is not None
+    f, g = tree.body[1], tree.body[2]
+    assert sites.spans[id(f)][1:] == (3, 5) and sites.spans[id(g)][1:] == (7, 8)
+    from codemods.helpers.sites import Pruner
+    import re
+
+    pruner = Pruner(sites, sites.hits([re.compile(r"\.cuda\b")]))
+    assert pruner.skips(f) and not pruner.skips(g)
+    assert not pruner.skips(cst.parse_statement("x = 1\n"))  # not of this text: visited
+
+
+def test_an_alias_bound_on_a_trigger_line_makes_its_uses_sites() -> None:
+    import re
+
+    source = "from torch.autograd import Variable as V\n\na = 1\nb = V(a)\n"
+    tree = cst.parse_module(source)
+    assert Sites.of(source, tree).hits([re.compile(r"\bVariable\b")]) == [1, 4]
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["x = 1\r\ny = 2\r\n", "def f(:\n", "x = 1\ry = 2\n"],
+    ids=["crlf", "syntax-error", "lone-cr"],
+)
+def test_no_pruning_when_lines_cannot_be_trusted(source: str) -> None:
+    try:
+        tree = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        tree = cst.parse_module("pass\n")
+    sites = Sites.of(source, tree)
+    if "\r\n" in source and "\ry" not in source:
+        assert sites is not None  # CRLF files are common and fine
+    else:
+        assert sites is None
+
+
+def _positions_agree(source: str) -> int:
+    try:
+        tree = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return 0  # the bad-input fixtures
+    sites = Sites.of(source, tree)
+    if sites is None:
+        return 0  # a Python 2 fixture: ast refuses it, and the engine does not prune it
+    full = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+    checked = 0
+
+    class Walk(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.statements: list[tuple[cst.CSTNode, int]] = []
+            self.blocks: list[cst.IndentedBlock] = []
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            nonlocal checked
+            if isinstance(node, cst.IndentedBlock):
+                self.blocks.append(node)
+            elif id(node) in sites.spans and id(node) not in sites.elifs:
+                self.statements.append((node, len(self.blocks)))
+            if self.statements:
+                statement, depth = self.statements[-1]
+                got = sites.position(statement, self.blocks[:depth], tree.default_indent, node)
+                want = full[node]
+                assert got == (want.start.line, want.end.line, want.start.column), (type(node).__name__, got, want)
+                checked += 1
+            return True
+
+        def on_leave(self, node: cst.CSTNode) -> None:
+            if self.blocks and self.blocks[-1] is node:
+                self.blocks.pop()
+            elif self.statements and self.statements[-1][0] is node:
+                self.statements.pop()
+
+    tree.visit(Walk())
+    return checked
+
+
+def test_positions_from_one_statement_match_the_whole_module_layout() -> None:
+    checked = sum(_positions_agree(p.read_text()) for p in INPUTS if "TM000" not in str(p) and "\r" not in p.read_text())
+    # decorated defs, elif chains, tabs, comments between decorators, nested classes:
+    checked_tricky = _positions_agree(
+        "import torch\n\n\n# c\n@a\n# between\n@b(1,\n   2)\nclass C:\n\tdef f(self):\n\t\tif x:\n\t\t\tpass\n"
+        "\t\telif y == (1,\n    2):\n\t\t\tz = torch.cuda()\n\t\telse:\n\t\t\ttry:\n\t\t\t\tq = 1\n\t\t\texcept E:\n"
+        "\t\t\t\tw = [\n  1]\n"
+    )
+    assert checked_tricky > 50
+    assert checked > 1000
+
+
+IMPORTS = [
+    # (source, codemod, import that must stay or go)
+    ("from torch.autograd import Variable\nx = Variable(t)\n", "TM002", False),
+    ("from torch.autograd import Variable\nx = Variable(t)\ny = Variable\n", "TM002", True),
+    ('from torch.autograd import Variable\nx = Variable(t)\n__all__ = ["Variable"]\n', "TM002", True),
+    ("from torch.autograd import Variable\nx = Variable(t)\ndef f(v: 'Variable'): pass\n", "TM002", True),
+    ("from torch.autograd import Variable\nx = Variable(t)\n# Variable was here\ny = z.Variable\n", "TM002", False),
+    ("from torch.autograd import Variable\nx = Variable(t)\nf(Variable=1)\n", "TM002", False),
+]
+
+
+@pytest.mark.parametrize("source,code,stays", IMPORTS, ids=range(len(IMPORTS)))
+def test_unused_imports_go_and_used_ones_stay(source: str, code: str, stays: bool) -> None:
+    result = transform_source(source, [registry.get(code)], path="case.py")
+    assert result.changed
+    assert ("import Variable" in result.code) is stays, result.code
