@@ -240,13 +240,26 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
     # -- helpers for subclasses ------------------------------------------------------------
 
     def visit_where(self, node: cst.CSTNode, visitor: cst.CSTVisitor, *patterns: re.Pattern[str]) -> None:
-        """`node.visit(visitor)` over only the statements whose lines match `patterns` (all of
-        them when the file has no statement map): for a codemod's own extra passes."""
-        pruner = Pruner(self.sites, self.sites.hits(patterns)) if self.sites is not None else None
-        prune_visit(node, visitor, pruner)
+        """`node.visit(visitor)` over only the statements whose lines match `patterns` (every
+        statement without patterns, or when the file has no statement map): for a codemod's own
+        extra passes. `self.lines()` works from the visitor's callbacks at the cost of one
+        statement, as it does from the codemod's own."""
+        if self.sites is None:
+            node.visit(visitor)
+            return
+        pruner = Pruner(self.sites, self.sites.hits(patterns)) if patterns else None
+        prune_visit(node, visitor, pruner, self._enter, self._leave)
 
     def qualified_name(self, expr: cst.BaseExpression) -> str | None:
         return self.imports.resolve(expr)
+
+    def first_line(self, node: cst.CSTNode) -> int:
+        """`self.lines(node)[0]`, free when the statement being walked is on one line."""
+        if self.sites is not None and self._open_statements:
+            _, first, last = self.sites.spans[id(self._open_statements[-1][0])]
+            if first == last:
+                return first
+        return self.lines(node)[0]
 
     def lines(self, node: cst.CSTNode) -> tuple[int, int, int]:
         """(first line, last line, column) of an original node."""

@@ -462,9 +462,12 @@ class DeviceCodemod(MigrationCodemod):
     """
 
     def visit_Module(self, node: cst.Module) -> bool:
-        self.scopes = collect_scopes(node)
-        self.device_plan = plan_device(node, self.scopes, self.imports, self.file.device_name)
-        self._open_scopes = [self.scopes.module]
+        # The scope analysis (a full walk) and the device plan are made on first use: most files
+        # a device codemod parses for get no rewrite, and never need them.
+        self._module_node = node
+        self._scopes: ModuleScopes | None = None
+        self._device_plan: DevicePlan | None = None
+        self._open_scopes: list[cst.CSTNode] = [node]
         self._top_ids = {id(statement): index for index, statement in enumerate(node.body)}
         self._top_index: int | None = None
         self._deferred = 0  # depth of function/lambda bodies: code there runs later
@@ -475,8 +478,21 @@ class DeviceCodemod(MigrationCodemod):
         return True
 
     @property
+    def scopes(self) -> ModuleScopes:
+        if self._scopes is None:
+            self._scopes = collect_scopes(self._module_node)
+        return self._scopes
+
+    @property
+    def device_plan(self) -> DevicePlan:
+        if self._device_plan is None:
+            self._device_plan = plan_device(self._module_node, self.scopes, self.imports, self.file.device_name)
+        return self._device_plan
+
+    @property
     def current_scope(self) -> Scope:
-        return self._open_scopes[-1]
+        node = self._open_scopes[-1]
+        return self.scopes.module if node is self._module_node else self.scopes.scope_of(node)
 
     @property
     def top_index(self) -> int | None:
@@ -487,14 +503,14 @@ class DeviceCodemod(MigrationCodemod):
         top = getattr(self, "_top_ids", {}).get(id(node))
         if top is not None:
             self._top_index = top
-        if isinstance(node, SCOPE_NODES) and hasattr(self, "scopes"):
-            self._open_scopes.append(self.scopes.scope_of(node))
+        if isinstance(node, SCOPE_NODES) and hasattr(self, "_module_node"):
+            self._open_scopes.append(node)
             if isinstance(node, (cst.FunctionDef, cst.Lambda)):
                 self._deferred += 1
         return super().on_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
-        if isinstance(original_node, SCOPE_NODES) and hasattr(self, "scopes"):
+        if isinstance(original_node, SCOPE_NODES) and hasattr(self, "_module_node"):
             self._open_scopes.pop()
             if isinstance(original_node, (cst.FunctionDef, cst.Lambda)):
                 self._deferred -= 1

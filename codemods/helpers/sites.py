@@ -17,7 +17,7 @@ import ast
 import bisect
 import re
 import warnings
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -222,26 +222,37 @@ class Pruner:
         return i == len(self.lines) or self.lines[i] > last
 
 
-def prune_visit(node: cst.CSTNode, visitor: cst.CSTVisitor, pruner: Pruner | None) -> None:
+def prune_visit(
+    node: cst.CSTNode,
+    visitor: cst.CSTVisitor,
+    pruner: Pruner | None,
+    enter: Callable[[cst.CSTNode], None] | None = None,
+    leave: Callable[[cst.CSTNode], None] | None = None,
+) -> None:
     """`node.visit(visitor)`, skipping the statements `pruner` skips (their visit_ and leave_
-    alike, so scope stacks stay balanced). Without a pruner, a plain visit."""
-    if pruner is None:
+    alike, so scope stacks stay balanced), and telling `enter`/`leave` of every node visited (a
+    codemod keeps its path for positions that way)."""
+    if pruner is None and enter is None:
         node.visit(visitor)
         return
-    visit, leave = visitor.on_visit, visitor.on_leave
+    visit, leave_node = visitor.on_visit, visitor.on_leave
     skipped: list[cst.CSTNode] = []
 
     def on_visit(n: cst.CSTNode) -> bool:
-        if pruner.skips(n):
+        if pruner is not None and pruner.skips(n):
             skipped.append(n)
             return False
+        if enter is not None:
+            enter(n)
         return visit(n)
 
     def on_leave(n: cst.CSTNode) -> None:
         if skipped and skipped[-1] is n:
             skipped.pop()
             return
-        leave(n)
+        if leave is not None:
+            leave(n)
+        leave_node(n)
 
     visitor.on_visit, visitor.on_leave = on_visit, on_leave  # type: ignore[method-assign]
     try:

@@ -52,7 +52,7 @@ class _Facts(cst.CSTVisitor):
         return self.bodies[-1]
 
     def line(self, node: cst.CSTNode) -> int:
-        return self.codemod.lines(node)[0]
+        return self.codemod.first_line(node)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.bodies.append(_Body())
@@ -224,7 +224,7 @@ class MissingDetach(MigrationCodemod):
 
     def visit_Module(self, node: cst.Module) -> bool:
         facts = _Facts(self)
-        node.visit(facts)
+        self.visit_where(node, facts)  # every statement, with cheap positions for `line()`
         reported: set[int] = set()
         for body in facts.done:
             for line, loss in body.backwards:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 import libcst.matchers as m
 
@@ -22,6 +24,12 @@ CONSUME = "consume_prefix_in_state_dict_if_present"
 CONSUME_MODULE = "torch.nn.modules.utils"
 PREFIX = "module."
 NOT_MODELS = ("optim", "sched", "scaler")  # their state dicts have no `module.` keys
+
+
+# What the extra passes of visit_Module look at: wrapper assignments (DataParallel, DDP, TM103's
+# ddp_wrap) and strings holding the `module.` prefix.
+_WRAP_WORDS = re.compile(r"DataParallel|ddp_wrap")
+_PREFIX_WORD = re.compile(r"module")
 
 
 def triggers() -> tuple[str, ...]:
@@ -305,6 +313,10 @@ class StateDictPrefix(MigrationCodemod):
     """
 
     CODE = "TM104"
+    # Its sites are on trigger lines, and on the `save`/`state_dict` lines of a wrapped model; its
+    # other passes read the wrapper assignments and the hand-written strips (see visit_Module).
+    PRUNE = True
+    SITES = (r"save", r"state_dict")
     SAFETY = "safe"
     USES_REPO_FACTS = True
     DESCRIPTION = "torch.save(dp_model.state_dict()) -> unwrap first; strip `module.` with consume_prefix_in_state_dict_if_present"
@@ -334,15 +346,16 @@ class StateDictPrefix(MigrationCodemod):
         defs = ddp.top_level_defs(node)
         self.has_wrap_helper = defs.get("ddp_wrap", False)
         self.helpers_ok = not ddp.clashes(node, {"unwrap_model"})
-        node.visit(_Wrapped(self))
+        self.visit_where(node, _Wrapped(self), _WRAP_WORDS)
         self.wrapped |= {f"self.{name}" for name in self.file.facts.wrapped_attributes}
         self.repo_wraps = bool(self.wrapped) or bool(self.file.facts.dataparallel_files)
         self.scopes: list[cst.CSTNode] = [node]
         self.loaded[node] = _loaded_names(self, node.body)
-        self.taken = _all_names(node)
+        self._module = node
+        self._taken: set[str] | None = None  # every name in the module, when a new one is needed
         self.replaced: list[cst.CSTNode] = []
         collector = _HandStrips()
-        node.visit(collector)
+        self.visit_where(node, collector, _PREFIX_WORD)
         self.hand_strips = collector.found
         return True
 
@@ -530,9 +543,11 @@ class StateDictPrefix(MigrationCodemod):
         arg = call.args[0].value
         if self._from_load(arg, direct=True):
             name = "state_dict"
-            while name in self.taken:
+            if self._taken is None:
+                self._taken = _all_names(self._module)
+            while name in self._taken:
                 name += "_"
-            self.taken.add(name)
+            self._taken.add(name)
             self.needed.add("unwrap_model")
             hoist = _line(f"{name} = {_code(arg)}\n").with_changes(leading_lines=new.leading_lines)
             args_code = ", ".join(
