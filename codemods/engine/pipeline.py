@@ -87,10 +87,15 @@ def _run(tree: cst.Module, specs: Sequence[Spec], file: FileContext, sites: Site
     """Run `specs` over `tree`; returns (tree, rewrites, findings) or raises _CodemodFailed.
 
     `sites` (the statement map of the text `tree` was parsed from) lets codemods with PRUNE skip
-    the statements that hold none of their words."""
+    the statements that hold none of their words. After a codemod rewrote the tree, the map is
+    made again from the new text before the next codemod (statements it rebuilt are not in the
+    old map, and positions for them would cost a layout of the whole module)."""
     rewrites: dict[str, int] = {}
     findings: list[Finding] = []
+    stale = False
     for spec in specs:
+        if stale:
+            sites, stale = Sites.of(tree.code, tree), False
         # A fresh context per codemod: chained codemods sharing one re-apply each other's imports.
         codemod = spec.codemod(CodemodContext(filename=file.path), file)
         codemod.sites = sites
@@ -106,6 +111,7 @@ def _run(tree: cst.Module, specs: Sequence[Spec], file: FileContext, sites: Site
         if codemod.rewrites:
             rewrites[spec.code] = codemod.rewrites
             tree = new
+            stale = sites is not None
     return tree, rewrites, findings
 
 

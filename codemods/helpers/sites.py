@@ -62,8 +62,8 @@ class Sites:
             self.spans = {}
         self.aliases = [
             (node.lineno, node.end_lineno or node.lineno, bound)
-            for node in ast.walk(parsed)
-            if isinstance(node, (ast.Import, ast.ImportFrom)) and (bound := _bound(node))
+            for node in _imports(parsed.body)
+            if (bound := _bound(node))
         ]
 
     @classmethod
@@ -77,6 +77,8 @@ class Sites:
     # -- the statement map ---------------------------------------------------------------------
 
     def _block(self, statements: Sequence[cst.BaseStatement], nodes: list[ast.stmt]) -> None:
+        if not statements and len(nodes) == 1 and isinstance(nodes[0], ast.Pass):
+            return  # a block a codemod emptied: libcst writes it as `pass`
         i = 0
         for statement in statements:
             if isinstance(statement, cst.SimpleStatementLine):
@@ -181,6 +183,21 @@ class Sites:
             words = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names))))
             lines.update(self.line_of(m.start()) for m in words.finditer(self.source))
         return sorted(lines)
+
+
+def _imports(body: list[ast.stmt]) -> Iterable[ast.Import | ast.ImportFrom]:
+    """Every import statement, found through statement bodies only (ast.walk would also go
+    through every expression)."""
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(node, field, None)
+            if isinstance(children, list):
+                stack.extend(reversed(children))
 
 
 def _bound(node: ast.Import | ast.ImportFrom) -> tuple[str, ...]:
