@@ -256,7 +256,7 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
     def first_line(self, node: cst.CSTNode) -> int:
         """`self.lines(node)[0]`, free when the statement being walked is on one line."""
         if self.sites is not None and self._open_statements:
-            _, first, last = self.sites.spans[id(self._open_statements[-1][0])]
+            first, last = self.sites.span(self._open_statements[-1][0])
             if first == last:
                 return first
         return self.lines(node)[0]

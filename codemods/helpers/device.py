@@ -491,8 +491,7 @@ class DeviceCodemod(MigrationCodemod):
 
     @property
     def current_scope(self) -> Scope:
-        node = self._open_scopes[-1]
-        return self.scopes.module if node is self._module_node else self.scopes.scope_of(node)
+        return self.scopes.scope_of(self._open_scopes[-1])  # the module node maps to the module scope
 
     @property
     def top_index(self) -> int | None:

@@ -34,10 +34,8 @@ def _is_import_line(statement: cst.CSTNode) -> bool:
 
 
 def _skip(node: cst.CSTNode) -> bool:
-    """A statement that holds no import statement anywhere inside it."""
-    if isinstance(node, cst.SimpleStatementLine):
-        return not _is_import_line(node)
-    return False
+    """A statement line that holds no import statement."""
+    return isinstance(node, cst.SimpleStatementLine) and not _is_import_line(node)
 
 
 class TopImportsAdder(AddImportsVisitor):

@@ -22,6 +22,8 @@ from typing import Callable, Iterable, Sequence
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from codemods.helpers.names import _BLOCKS
+
 _NEWLINE = re.compile(r"\r\n|\n")
 
 
@@ -54,7 +56,6 @@ class Sites:
         self.elifs: set[int] = set()  # `elif` clauses: laid out only as part of their `if`
         parsed = _ast(source)
         if parsed is None:
-            self.spans = {}
             return
         try:
             self._block(tree.body, parsed.body)
@@ -131,6 +132,11 @@ class Sites:
             self._block(body.body, nodes)
         # a one-line suite (`if x: y`) stays part of its statement
 
+    def span(self, statement: cst.CSTNode) -> tuple[int, int] | None:
+        """(first line, last line) of one of this text's statements; None for any other node."""
+        found = self.spans.get(id(statement))
+        return None if found is None or found[0] is not statement else (found[1], found[2])
+
     # -- positions -------------------------------------------------------------------------------
 
     def position(
@@ -143,8 +149,8 @@ class Sites:
         codemod that reports anything. Laying out just `statement`, nested in stand-in `if`s with
         the indented blocks (`blocks`) it sits in, gives the same columns, and lines off by a
         constant that the ast's first line of the statement fixes."""
-        span = self.spans.get(id(statement))
-        if span is None or span[0] is not statement or id(statement) in self.elifs:
+        span = self.span(statement)
+        if span is None or id(statement) in self.elifs:
             return None
         cached = self._positions.get(id(statement))
         if cached is None:
@@ -155,7 +161,7 @@ class Sites:
             positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
             decorators = getattr(statement, "decorators", ())
             anchor = positions[decorators[0]] if decorators else positions[statement]
-            cached = self._positions[id(statement)] = (positions, span[1] - anchor.start.line)
+            cached = self._positions[id(statement)] = (positions, span[0] - anchor.start.line)
         positions, offset = cached
         found = positions.get(node)
         if found is None:
@@ -194,7 +200,7 @@ def _imports(body: list[ast.stmt]) -> Iterable[ast.Import | ast.ImportFrom]:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
             continue
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+        for field in _BLOCKS:
             children = getattr(node, field, None)
             if isinstance(children, list):
                 stack.extend(reversed(children))
@@ -224,17 +230,17 @@ def _ast(source: str) -> ast.Module | None:
 class Pruner:
     """For one codemod's walk: is this statement one to skip?"""
 
-    __slots__ = ("spans", "lines")
+    __slots__ = ("sites", "lines")
 
     def __init__(self, sites: Sites, lines: list[int]) -> None:
-        self.spans = sites.spans
+        self.sites = sites
         self.lines = lines
 
     def skips(self, node: cst.CSTNode) -> bool:
-        span = self.spans.get(id(node))
-        if span is None or span[0] is not node:
+        span = self.sites.span(node)
+        if span is None:
             return False
-        _, first, last = span
+        first, last = span
         i = bisect.bisect_left(self.lines, first)
         return i == len(self.lines) or self.lines[i] > last
 
