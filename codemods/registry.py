@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Iterable
 
 from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers.patterns import Words
 from codemods.transforms import (
     amp_namespace,
     checkpoint_reentrant,
@@ -50,13 +50,13 @@ class Spec:
     """Regular expressions; a file matching none of them is never parsed for this codemod."""
 
     @cached_property
-    def trigger(self) -> re.Pattern[str]:
-        return re.compile("|".join(f"(?:{t})" for t in self.triggers))
+    def trigger(self) -> tuple[Words, ...]:
+        return tuple(Words(t) for t in self.triggers)
 
     @cached_property
-    def sites(self) -> tuple[re.Pattern[str], ...]:
+    def sites(self) -> tuple[Words, ...]:
         """What makes a statement one of this codemod's candidates (see helpers/sites.py)."""
-        return (self.trigger, *(re.compile(s) for s in self.codemod.SITES))
+        return (*self.trigger, *(Words(s) for s in self.codemod.SITES))
 
     @property
     def summary(self) -> str:
@@ -73,7 +73,7 @@ class Spec:
         return "finding" if self.code.startswith("TM9") else self.safety.value
 
     def fires_on(self, text: str) -> bool:
-        return self.trigger.search(text) is not None
+        return any(t.search(text) for t in self.trigger)
 
 
 PIPELINE: tuple[Spec, ...] = (

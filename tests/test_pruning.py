@@ -17,6 +17,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from codemods import registry
 from codemods.api import transform_source
+from codemods.helpers.patterns import Words
 from codemods.helpers.sites import Sites
 from tests.conftest import FIXTURES
 
@@ -62,19 +63,16 @@ def test_pruning_skips_statements_without_the_codemod_words() -> None:
     f, g = tree.body[1], tree.body[2]
     assert sites.spans[id(f)][1:] == (3, 5) and sites.spans[id(g)][1:] == (7, 8)
     from codemods.helpers.sites import Pruner
-    import re
 
-    pruner = Pruner(sites, sites.hits([re.compile(r"\.cuda\b")]))
+    pruner = Pruner(sites, sites.hits([Words(r"\.cuda\b")]))
     assert pruner.skips(f) and not pruner.skips(g)
     assert not pruner.skips(cst.parse_statement("x = 1\n"))  # not of this text: visited
 
 
 def test_an_alias_bound_on_a_trigger_line_makes_its_uses_sites() -> None:
-    import re
-
     source = "from torch.autograd import Variable as V\n\na = 1\nb = V(a)\n"
     tree = cst.parse_module(source)
-    assert Sites.of(source, tree).hits([re.compile(r"\bVariable\b")]) == [1, 4]
+    assert Sites.of(source, tree).hits([Words(r"\bVariable\b")]) == [1, 4]
 
 
 @pytest.mark.parametrize(
@@ -162,3 +160,17 @@ def test_unused_imports_go_and_used_ones_stay(source: str, code: str, stays: boo
     result = transform_source(source, [registry.get(code)], path="case.py")
     assert result.changed
     assert ("import Variable" in result.code) is stays, result.code
+
+
+@pytest.mark.parametrize("spec", registry.all_specs(), ids=lambda s: s.code)
+def test_positions_from_the_statement_map_are_libcsts(spec: registry.Spec, monkeypatch) -> None:
+    """Every codemod, pruning or not, reports the lines and columns libcst's PositionProvider
+    gives (what it falls back to without a statement map): also for nodes reported after the
+    walk that found them (TM103's survey) and from leave_ handlers."""
+    from codemods.engine import pipeline
+
+    with_map = [_outcome(spec, path.read_text(), spec.codemod.PRUNE) for path in INPUTS]
+    monkeypatch.setattr(pipeline.Sites, "of", classmethod(lambda cls, source, tree: None))
+    without = [_outcome(spec, path.read_text(), spec.codemod.PRUNE) for path in INPUTS]
+    assert with_map == without
+    assert any(findings for _, _, findings, _ in with_map) or spec.code in {"TM000", "TM007"}

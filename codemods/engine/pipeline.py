@@ -158,7 +158,9 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
         source, tree, repaired = fixed
         firing = _firing(specs, source, file)
     firing = [s for s in firing if not _pre_parse(s)]
-    sites = Sites.of(source, tree) if any(s.codemod.PRUNE for s in firing) else None
+    # The statement map prunes walks, and gives findings their positions at the cost of one
+    # statement's layout instead of the whole module's: made for every parsed file.
+    sites = Sites.of(source, tree)
     try:
         new_tree, rewrites, findings = _run(tree, firing, file, sites)
     except _CodemodFailed as exc:

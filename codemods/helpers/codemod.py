@@ -7,7 +7,6 @@ A codemod is pure: a tree in, a tree plus findings out. It records each rewrite 
 
 from __future__ import annotations
 
-import re
 from contextlib import contextmanager
 from functools import lru_cache
 from dataclasses import dataclass, field, replace
@@ -24,6 +23,7 @@ from codemods.helpers.facts import RepoFacts
 from codemods.helpers.import_edits import TopImportsAdder, UsedNamesRemover
 from codemods.helpers.names import Imports
 from codemods.helpers.noqa import is_suppressed
+from codemods.helpers.patterns import Words
 from codemods.helpers.sites import Pruner, Sites, prune_visit
 from codemods.results import Finding
 
@@ -123,6 +123,7 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
         # each with how many of the open indented blocks enclose it.
         self._open_statements: list[tuple[cst.CSTNode, int]] = []
         self._open_blocks: list[cst.IndentedBlock] = []
+        self._where: dict[int, tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]]] = {}  # see remember()
         self._default_indent = "    "
 
     # -- driving ---------------------------------------------------------------------------
@@ -213,15 +214,19 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
             self._open_statements.pop()
 
     def on_leave(self, original_node, updated_node):
-        if self.sites is not None:
-            self._leave(original_node)
-        if original_node is self._skipped:
-            self._skipped = None
-            return updated_node
-        if not self._plain_dispatch:
-            return super().on_leave(original_node, updated_node)
-        func = self._handler("leave_", original_node)
-        return updated_node if func is None else func(original_node, updated_node)
+        try:
+            if original_node is self._skipped:
+                self._skipped = None
+                return updated_node
+            if not self._plain_dispatch:
+                return super().on_leave(original_node, updated_node)
+            func = self._handler("leave_", original_node)
+            return updated_node if func is None else func(original_node, updated_node)
+        finally:
+            # after the leave_ handler: what it reports about the statement it leaves is laid
+            # out within that statement, not within the (maybe huge) one around it
+            if self.sites is not None:
+                self._leave(original_node)
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         if not self._plain_dispatch:
@@ -239,7 +244,7 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
 
     # -- helpers for subclasses ------------------------------------------------------------
 
-    def visit_where(self, node: cst.CSTNode, visitor: cst.CSTVisitor, *patterns: re.Pattern[str]) -> None:
+    def visit_where(self, node: cst.CSTNode, visitor: cst.CSTVisitor, *patterns: Words) -> None:
         """`node.visit(visitor)` over only the statements whose lines match `patterns` (every
         statement without patterns, or when the file has no statement map): for a codemod's own
         extra passes. `self.lines()` works from the visitor's callbacks at the cost of one
@@ -261,12 +266,25 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
                 return first
         return self.lines(node)[0]
 
+    def remember(self, node: cst.CSTNode) -> None:
+        """Note the statement `node` is in, so that `lines(node)` costs one statement's layout
+        after the walk that found it too (a survey made in visit_Module with visit_where, whose
+        findings are reported once it is over)."""
+        if self.sites is not None and self._open_statements:
+            statement, depth = self._open_statements[-1]
+            self._where[id(node)] = (statement, tuple(self._open_blocks[:depth]))
+
     def lines(self, node: cst.CSTNode) -> tuple[int, int, int]:
         """(first line, last line, column) of an original node."""
         found = None
-        if self.sites is not None and self._open_statements:
-            statement, depth = self._open_statements[-1]
-            found = self.sites.position(statement, self._open_blocks[:depth], self._default_indent, node)
+        if self.sites is not None:
+            if self._open_statements:
+                statement, depth = self._open_statements[-1]
+                where = (statement, self._open_blocks[:depth])
+            else:
+                where = self._where.get(id(node))
+            if where is not None:
+                found = self.sites.position(where[0], where[1], self._default_indent, node)
         if found is not None:
             return found
         pos = self.get_metadata(PositionProvider, node, None)

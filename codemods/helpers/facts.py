@@ -8,8 +8,11 @@ class a `Dataset`?). `collect_facts` reads every candidate file once, and the re
 from __future__ import annotations
 
 import ast
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable
+
+from codemods.helpers.names import _BLOCKS
 
 # Bases that make a class an nn.Module / a Dataset, by their imported dotted name.
 _MODULE_ROOTS = ("torch.nn.", "torch.nn.Module")
@@ -33,9 +36,25 @@ class RepoFacts:
     `self.model` is often wrapped in one file and saved in another)."""
 
 
-def _imports(tree: ast.Module) -> dict[str, str]:
+def _statements(tree: ast.Module) -> list[ast.AST]:
+    """Every statement (and except handler, match case) of the module, in `ast.walk`'s
+    breadth-first order, without going through expressions: no class or import is inside one,
+    and expressions are most of a tree's nodes."""
+    found: list[ast.AST] = []
+    queue = deque(tree.body)
+    while queue:
+        node = queue.popleft()
+        found.append(node)
+        for name in _BLOCKS:  # in _fields order for every node type that has them
+            children = getattr(node, name, None)
+            if isinstance(children, list):
+                queue.extend(children)
+    return found
+
+
+def _imports(statements: list[ast.AST]) -> dict[str, str]:
     aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in statements:
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.asname:
@@ -78,20 +97,24 @@ def collect_facts(sources: Iterable[tuple[str, str]]) -> RepoFacts:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             continue
-        aliases = _imports(tree)
+        statements = _statements(tree)
+        aliases = _imports(statements)
         if "DataLoader" in text:
             loaded |= _loader_classes(tree, aliases)
-        for node in ast.walk(tree):
+        for node in statements:
             if isinstance(node, ast.ClassDef):
                 names = bases.setdefault(node.name, set())
                 for base in node.bases:
                     d = _dotted(base)
                     if d is not None:
                         names.add(_resolve(d, aliases))
-            elif isinstance(node, ast.Call) and ("DataParallel" in text or "DistributedDataParallel" in text):
-                d = _dotted(node.func)
-                if d and _resolve(d, aliases).rsplit(".", 1)[-1] in {"DataParallel", "DistributedDataParallel"}:
-                    parallel.add(path)
+        if "DataParallel" in text:  # the whole walk, calls and all, only where it can find one
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call):
+                    d = _dotted(node.func)
+                    if d and _resolve(d, aliases).rsplit(".", 1)[-1] in {"DataParallel", "DistributedDataParallel"}:
+                        parallel.add(path)
+                        break
         if path in parallel:
             attributes |= _wrapped_attributes(tree, aliases)
     return RepoFacts(

@@ -23,6 +23,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from codemods.helpers.names import _BLOCKS
+from codemods.helpers.patterns import Words
 
 _NEWLINE = re.compile(r"\r\n|\n")
 
@@ -173,7 +174,7 @@ class Sites:
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self._starts, offset)
 
-    def hits(self, patterns: Iterable[re.Pattern[str]]) -> list[int]:
+    def hits(self, patterns: Iterable[Words]) -> list[int]:
         """Sorted line numbers a match of any pattern starts on, plus the lines that use a name
         an import on one of those lines bound (`from torch.cuda.amp import custom_fwd` makes every
         line with `custom_fwd` a site; so does `import torch.autograd.Variable as V` for `V`)."""
@@ -182,12 +183,12 @@ class Sites:
             key = pattern.pattern
             found = self._hits.get(key)
             if found is None:
-                found = self._hits[key] = sorted({self.line_of(m.start()) for m in pattern.finditer(self.source)})
+                found = self._hits[key] = sorted({self.line_of(start) for start in pattern.starts(self.source)})
             lines.update(found)
         names = {name for first, last, bound in self.aliases if _any_between(lines, first, last) for name in bound}
         if names:
-            words = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names))))
-            lines.update(self.line_of(m.start()) for m in words.finditer(self.source))
+            words = Words(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names))))
+            lines.update(self.line_of(start) for start in words.starts(self.source))
         return sorted(lines)
 
 
@@ -273,9 +274,9 @@ def prune_visit(
         if skipped and skipped[-1] is n:
             skipped.pop()
             return
+        leave_node(n)
         if leave is not None:
             leave(n)
-        leave_node(n)
 
     visitor.on_visit, visitor.on_leave = on_visit, on_leave  # type: ignore[method-assign]
     try:

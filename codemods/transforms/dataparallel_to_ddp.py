@@ -155,6 +155,8 @@ class _Survey(cst.CSTVisitor):
         line = self.lines[-1] if self.lines else None
         if name in ALREADY_DISTRIBUTED:
             self.distributed.append(node)
+        if name in DATAPARALLEL or name in DATALOADER:
+            self.cm.remember(node)  # reported from visit_Module, after this walk
         if name in DATAPARALLEL:
             self.dp_calls.append((node, line, self.scopes[-1]))
             if self.open_ifs:
@@ -374,7 +376,7 @@ class DataParallelToDDP(MigrationCodemod):
 
     def visit_Module(self, node: cst.Module) -> bool:
         survey = _Survey(self)
-        node.visit(survey)
+        self.visit_where(node, survey)
         self.s = survey
         self.active = False
         self.needed: set[str] = set()

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 
 import libcst as cst
 
 from codemods.helpers import args as A
 from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers.patterns import Words
 from codemods.helpers.keywords import append_args, keyword_arg
 from codemods.helpers.names import Imports
 
@@ -110,7 +110,7 @@ class _Flows(cst.CSTVisitor):
 
 
 # Every statement _Flows learns from says `load` (`torch.load`, `th.load`, `load_state_dict`).
-_LOAD_WORD = re.compile(r"load")
+_LOAD_WORD = Words(r"\bload(?:_state_dict)?\b")
 
 
 class LoadWeightsOnly(MigrationCodemod):

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import re
 
 import libcst as cst
 import libcst.matchers as m
 
 from codemods.helpers import ddp
 from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers.patterns import Words
 from codemods.helpers.names import dotted
+from codemods.helpers.sites import Pruner
 
 WRAPPERS = frozenset(
     {
@@ -27,9 +28,12 @@ NOT_MODELS = ("optim", "sched", "scaler")  # their state dicts have no `module.`
 
 
 # What the extra passes of visit_Module look at: wrapper assignments (DataParallel, DDP, TM103's
-# ddp_wrap) and strings holding the `module.` prefix.
-_WRAP_WORDS = re.compile(r"DataParallel|ddp_wrap")
-_PREFIX_WORD = re.compile(r"module")
+# ddp_wrap) and strings holding the `module.` prefix (not every `nn.Module` line: that would be
+# most classes of a model file).
+_WRAP_WORDS = Words(r"DataParallel|ddp_wrap")
+_PREFIX_WORD = Words(r"module\.")
+# A name assigned from `torch.load` is on a line that says `load` (or an alias of it: Sites.hits).
+_LOAD_WORD = Words(r"\bload\b")
 
 
 def triggers() -> tuple[str, ...]:
@@ -342,7 +346,7 @@ class StateDictPrefix(MigrationCodemod):
         self.consume = False
         self.wrapped: set[str] = set()
         self.saved: set[cst.Call] = set()
-        self.loaded: dict[cst.CSTNode, set[str]] = {}  # scope -> names assigned only from torch.load
+        self.loaded: dict[int, set[str]] = {}  # scope -> names assigned only from torch.load, on demand
         defs = ddp.top_level_defs(node)
         self.has_wrap_helper = defs.get("ddp_wrap", False)
         self.helpers_ok = not ddp.clashes(node, {"unwrap_model"})
@@ -350,7 +354,6 @@ class StateDictPrefix(MigrationCodemod):
         self.wrapped |= {f"self.{name}" for name in self.file.facts.wrapped_attributes}
         self.repo_wraps = bool(self.wrapped) or bool(self.file.facts.dataparallel_files)
         self.scopes: list[cst.CSTNode] = [node]
-        self.loaded[node] = _loaded_names(self, node.body)
         self._module = node
         self._taken: set[str] | None = None  # every name in the module, when a new one is needed
         self.replaced: list[cst.CSTNode] = []
@@ -361,8 +364,6 @@ class StateDictPrefix(MigrationCodemod):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.scopes.append(node)
-        if isinstance(node.body, cst.IndentedBlock):
-            self.loaded[node] = _loaded_names(self, node.body.body)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         self.scopes.pop()
@@ -591,7 +592,23 @@ class StateDictPrefix(MigrationCodemod):
             expr = expr.value
         if direct:
             return isinstance(expr, cst.Call) and self.qualified_name(expr.func) == "torch.load"
-        return isinstance(expr, cst.Name) and expr.value in self.loaded.get(self.scopes[-1], set())
+        return isinstance(expr, cst.Name) and expr.value in self._loaded(self.scopes[-1])
+
+    def _loaded(self, scope: cst.Module | cst.FunctionDef) -> set[str]:
+        """Names of this scope assigned only from `torch.load` (a scope whose lines never say
+        `load` has none, and is not walked)."""
+        found = self.loaded.get(id(scope))
+        if found is None:
+            if isinstance(scope, cst.Module):
+                body = scope.body
+            else:
+                body = scope.body.body if isinstance(scope.body, cst.IndentedBlock) else ()
+            if self.sites is not None and body:
+                lines = self.sites.hits([_LOAD_WORD])
+                if not lines or Pruner(self.sites, lines).skips(scope):
+                    body = ()
+            found = self.loaded[id(scope)] = _loaded_names(self, body)
+        return found
 
 
 class _HandStrips(cst.CSTVisitor):
