@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from dataclasses import dataclass, field, replace
 from collections.abc import Mapping
-from typing import Callable, ClassVar, Generator, Iterator, TypeVar
+from typing import Callable, ClassVar, Generator, Iterator, Sequence, TypeVar
 
 import libcst as cst
 from libcst import CSTTransformer
@@ -244,26 +244,42 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
 
     # -- helpers for subclasses ------------------------------------------------------------
 
-    def visit_where(self, node: cst.CSTNode, visitor: cst.CSTVisitor, *patterns: Words) -> None:
-        """`node.visit(visitor)` over only the statements whose lines match `patterns` (every
-        statement without patterns, or when the file has no statement map): for a codemod's own
-        extra passes. `self.lines()` works from the visitor's callbacks at the cost of one
-        statement, as it does from the codemod's own."""
+    def visit_where(
+        self,
+        node: cst.CSTNode,
+        visitor: cst.CSTVisitor,
+        *patterns: Words,
+        whole: Sequence[cst.CSTNode] = (),
+    ) -> None:
+        """`node.visit(visitor)` over only the statements whose lines match `patterns`, and every
+        statement inside the statements `whole` (every statement without patterns, or when the
+        file has no statement map): for a codemod's own extra passes. `self.lines()` works from
+        the visitor's callbacks at the cost of one statement, as it does from the codemod's own."""
         if self.sites is None:
             node.visit(visitor)
             return
-        pruner = Pruner(self.sites, self.sites.hits(patterns)) if patterns else None
+        pruner = None
+        if patterns:
+            lines = self.sites.hits(patterns)
+            spans = [self.sites.span(statement) for statement in whole]
+            if all(span is not None for span in spans):
+                lines = sorted({*lines, *(line for first, last in spans for line in range(first, last + 1))})
+                pruner = Pruner(self.sites, lines)
         prune_visit(node, visitor, pruner, self._enter, self._leave)
 
     def qualified_name(self, expr: cst.BaseExpression) -> str | None:
         return self.imports.resolve(expr)
 
     def first_line(self, node: cst.CSTNode) -> int:
-        """`self.lines(node)[0]`, free when the statement being walked is on one line."""
+        """`self.lines(node)[0]`, free when the statement being walked is on one line or `node`
+        is its first small statement."""
         if self.sites is not None and self._open_statements:
-            first, last = self.sites.span(self._open_statements[-1][0])
+            statement = self._open_statements[-1][0]
+            first, last = self.sites.span(statement)
             if first == last:
                 return first
+            if isinstance(statement, cst.SimpleStatementLine) and statement.body[0] is node:
+                return first  # the statement's first line is its first small statement's
         return self.lines(node)[0]
 
     def remember(self, node: cst.CSTNode) -> None:

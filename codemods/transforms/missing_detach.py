@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
 
 from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.names import dotted
+from codemods.helpers.patterns import Words
 
 # Calls and attributes that cut the autograd graph.
 _CUTS = {"detach", "detach_", "item", "tolist", "numpy", "data"}
@@ -138,6 +140,20 @@ class _Facts(cst.CSTVisitor):
 
 _NO_GRAD = {"torch.no_grad", "torch.inference_mode"}
 
+_BACKWARD = Words(r"\bbackward\b")
+# Outside the functions that call backward(), what _Facts learns is on lines with these words
+# (or names an import on such a line binds: `from torch.optim import Adam`): model methods,
+# optimizers, steps, freezing, no_grad blocks, torchvision models.
+_SURVEY_WORDS = Words(
+    r"\b(?:%s)\b"
+    % "|".join(
+        sorted(
+            {*_MODEL_METHODS, "backward", "step", "optim", "requires_grad_", "no_grad", "inference_mode", "torchvision"}
+        )
+    )
+)
+_WORD = re.compile(r"\w+")
+
 
 def _callee(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr.func if isinstance(expr, cst.Call) else expr
@@ -207,6 +223,9 @@ class MissingDetach(MigrationCodemod):
 
     CODE = "TM901"
     SAFETY = "safe"
+    # Its survey reads the functions that call backward() whole, and elsewhere only the
+    # statements that say what makes a model, an optimizer or a frozen model (_SURVEY_WORDS).
+    PRUNE = True
     USES_REPO_FACTS = True
     DESCRIPTION = "finding: a model's output feeds another model's loss without .detach() (GAN, teacher-student)"
 
@@ -224,7 +243,14 @@ class MissingDetach(MigrationCodemod):
 
     def visit_Module(self, node: cst.Module) -> bool:
         facts = _Facts(self)
-        self.visit_where(node, facts)  # every statement, with cheap positions for `line()`
+        if self.pruner is None:
+            self.visit_where(node, facts)  # every statement, with cheap positions for `line()`
+        else:
+            whole = self._backward_bodies()
+            if whole is None:
+                self.visit_where(node, facts)
+            else:
+                self.visit_where(node, facts, _SURVEY_WORDS, *self._model_classes(), whole=whole)
         reported: set[int] = set()
         for body in facts.done:
             for line, loss in body.backwards:
@@ -246,6 +272,31 @@ class MissingDetach(MigrationCodemod):
                         suggestion=f"use `{self.code_for(call)}.detach()` in this loss (or compute it under torch.no_grad())",
                     )
         return False
+
+    def _backward_bodies(self) -> list[cst.FunctionDef] | None:
+        """The functions with a `.backward(` of their own: every statement of them is read (a
+        loss flows through any assignment before it). None when one is at module level."""
+        lines = self.sites.hits([_BACKWARD])
+        functions = [
+            (last - first, statement)
+            for statement, first, last in self.sites.spans.values()
+            if isinstance(statement, cst.FunctionDef)
+        ]
+        found: dict[int, cst.FunctionDef] = {}
+        for line in lines:
+            around = [
+                (size, f) for size, f in functions if (span := self.sites.span(f)) and span[0] <= line <= span[1]
+            ]
+            if not around:
+                return None
+            innermost = min(around, key=lambda pair: pair[0])[1]
+            found[id(innermost)] = innermost
+        return list(found.values())
+
+    def _model_classes(self) -> tuple[Words, ...]:
+        """The repo's nn.Module classes this file names: `G = Generator()` makes a model."""
+        names = self.file.facts.module_classes & set(_WORD.findall(self.sites.source))
+        return (Words(r"\b(?:%s)\b" % "|".join(sorted(names))),) if names else ()
 
     def _flow(
         self, node: cst.CSTNode, line: int, body: _Body, facts: _Facts, updated: set[str], depth: int
