@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -16,13 +17,14 @@ from codemods.config import Config, find_config
 from codemods.engine import cache, pipeline
 from codemods.engine.cache import Cache
 from codemods.engine.discovery import discover
-from codemods.engine.runner import Plan, run_files
+from codemods.engine.runner import Plan, in_processes, run_files
 from codemods.engine.source import SourceError, decode
 from codemods.helpers.codemod import FileContext
-from codemods.helpers.facts import RepoFacts, collect_facts
+from codemods.helpers.facts import FileFacts, RepoFacts, collect_facts, file_facts, merge
 from codemods.results import FileResult, Problem, Report, Status
 
 MODES = ("write", "diff", "check")
+_FACTS_POOL_THRESHOLD = 200
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,11 @@ def _config(paths: Sequence[Path], options: Options) -> Config:
     return find_config(paths[0])
 
 
-def _facts(files: Iterable[Path], specs: Sequence[registry.Spec], cache_dir: Path | None = None) -> RepoFacts:
-    """The cheap whole-repo first pass, only when a selected codemod asks for it.
+def _facts(
+    files: Iterable[Path], specs: Sequence[registry.Spec], cache_dir: Path | None = None, jobs: int | None = None
+) -> RepoFacts:
+    """The cheap whole-repo first pass, only when a selected codemod asks for it; its files are
+    read in `jobs` processes (it is the one serial step before the parallel pipeline otherwise).
 
     With a cache, the facts of an unchanged set of files are read back instead of recomputed.
     """
@@ -75,20 +80,29 @@ def _facts(files: Iterable[Path], specs: Sequence[registry.Spec], cache_dir: Pat
     cached = store.get_facts(key) if store is not None else None
     if cached is not None:
         return cached
-
-    def sources():
-        for path, data in contents:
-            try:
-                text = decode(data).text
-            except SourceError:
-                continue
-            if "class " in text or "DataParallel" in text or "DataLoader" in text:
-                yield path, text
-
-    facts = collect_facts(sources())
+    jobs = jobs if len(contents) >= _FACTS_POOL_THRESHOLD else 1  # ast is quick: a pool pays off late
+    facts = merge(part for chunk in in_processes(_file_facts, _chunks(contents, jobs), jobs) for part in chunk)
     if store is not None:
         store.put_facts(key, facts)
     return facts
+
+
+def _file_facts(contents: list[tuple[str, bytes]]) -> list[tuple[str, FileFacts | None]]:
+    parts = []
+    for path, data in contents:
+        try:
+            text = decode(data).text
+        except SourceError:
+            continue
+        if "class " in text or "DataParallel" in text or "DataLoader" in text:
+            parts.append((path, file_facts(text)))
+    return parts
+
+
+def _chunks(items: list, jobs: int | None) -> list[list]:
+    count = max(1, (jobs or os.cpu_count() or 1) * 4)
+    size = -(-len(items) // count) or 1
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, list[Path], list[Problem]]:
@@ -108,7 +122,7 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
         specs=specs,
         mode=options.mode,
         device_name=options.device_name or config.device_name,
-        facts=_facts(found.files, specs, cache_dir),
+        facts=_facts(found.files, specs, cache_dir, options.jobs),
         per_file_ignores=config.per_file_ignores,
         max_bytes=options.max_bytes,
         root=str(config.source.parent.resolve()) if config.source else None,

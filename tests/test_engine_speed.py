@@ -17,7 +17,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from codemods.helpers import codemod as base
 from codemods.helpers.codemod import FileContext, MigrationCodemod
-from codemods.helpers.names import Imports, _ImportCollector
+from codemods.helpers.names import Imports, _ImportCollector, walk_statements
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -102,6 +102,19 @@ def test_statement_import_scan_equals_a_full_visit(name: str, text: str) -> None
         assert {"osp", "c", "d", "g", "i", "k", "l", "m1", "m2", "n", "n2", "o", "q", "r", "h2", "nn2", "u", "y", "z"} <= set(
             imports.aliases
         ) and {"Net", "helper", "coro", "Decorated"} <= imports.shadowed
+
+
+@pytest.mark.parametrize(("name", "text"), list(_sources()), ids=lambda v: v if "\n" not in v else "")
+def test_statement_class_scan_equals_a_full_visit(name: str, text: str) -> None:
+    """TM101's class collector reads statements only (walk_statements): the same classes,
+    bases, `cuda` definitions and `self.x = ...` values as a full visit."""
+    from codemods.transforms.cuda_to_device import _ClassCollector
+
+    module = cst.parse_module(text)
+    walked, visited = _ClassCollector(), _ClassCollector()
+    walk_statements(module.body, walked)
+    module.visit(visited)
+    assert walked.classes == visited.classes
 
 
 class _Recorder(MigrationCodemod):

@@ -84,7 +84,8 @@ def _parse(text: str, path: str) -> cst.Module | Problem:
 
 
 def _run(tree: cst.Module, specs: Sequence[Spec], file: FileContext, sites: Sites | None = None):
-    """Run `specs` over `tree`; returns (tree, rewrites, findings) or raises _CodemodFailed.
+    """Run `specs` over `tree`; returns (tree, rewrites, findings, tree's code when already made)
+    or raises _CodemodFailed.
 
     `sites` (the statement map of the text `tree` was parsed from) lets codemods with PRUNE skip
     the statements that hold none of their words. After a codemod rewrote the tree, the map is
@@ -93,9 +94,11 @@ def _run(tree: cst.Module, specs: Sequence[Spec], file: FileContext, sites: Site
     rewrites: dict[str, int] = {}
     findings: list[Finding] = []
     stale = False
+    text = None  # tree.code, when a rebuild made it and nothing rewrote since
     for spec in specs:
         if stale:
-            sites, stale = Sites.of(tree.code, tree), False
+            text = tree.code
+            sites, stale = Sites.of(text, tree), False
         # A fresh context per codemod: chained codemods sharing one re-apply each other's imports.
         codemod = spec.codemod(CodemodContext(filename=file.path), file)
         codemod.sites = sites
@@ -110,9 +113,9 @@ def _run(tree: cst.Module, specs: Sequence[Spec], file: FileContext, sites: Site
         findings.extend(codemod.findings)
         if codemod.rewrites:
             rewrites[spec.code] = codemod.rewrites
-            tree = new
+            tree, text = new, None
             stale = sites is not None
-    return tree, rewrites, findings
+    return tree, rewrites, findings, text
 
 
 class _CodemodFailed(Exception):
@@ -125,7 +128,7 @@ class _CodemodFailed(Exception):
 def _culprit(tree: cst.Module, specs: Sequence[Spec], file: FileContext, sites: Sites | None) -> str:
     """Replay the pipeline one codemod at a time; the first whose output stops compiling."""
     for spec in specs:
-        tree, rewrites, _ = _run(tree, [spec], file, sites)
+        tree, rewrites, _, _ = _run(tree, [spec], file, sites)
         if rewrites and _compile_error(tree.code, file.path) is not None:
             return spec.code
     return specs[-1].code if specs else "?"
@@ -162,7 +165,7 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
     # statement's layout instead of the whole module's: made for every parsed file.
     sites = Sites.of(source, tree)
     try:
-        new_tree, rewrites, findings = _run(tree, firing, file, sites)
+        new_tree, rewrites, findings, new_code = _run(tree, firing, file, sites)
     except _CodemodFailed as exc:
         return Result(
             code=original, parsed=True, problem=Problem(file.path, 0, f"internal error: {exc.reason}", exc.code)
@@ -173,7 +176,7 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
     if not rewrites:
         return Result(code=original, parsed=True, findings=found)
 
-    code = new_tree.code if rewrites.keys() - {"TM000"} else source
+    code = (new_tree.code if new_code is None else new_code) if rewrites.keys() - {"TM000"} else source
     if code == original:
         return Result(code=original, parsed=True, findings=found)
     if tree.code != source:

@@ -86,37 +86,55 @@ def _resolve(name: str, aliases: dict[str, str]) -> str:
     return f"{target}.{rest}" if rest else target
 
 
-def collect_facts(sources: Iterable[tuple[str, str]]) -> RepoFacts:
-    """Facts from `(path, text)` pairs; files that do not parse are simply skipped here."""
+@dataclass(frozen=True)
+class FileFacts:
+    """What one file contributes to the repo's facts (made in parallel, merged by `merge`)."""
+
+    bases: tuple[tuple[str, frozenset[str]], ...] = ()  # class name -> the dotted bases it names
+    parallel: bool = False
+    loaded: frozenset[str] = frozenset()
+    attributes: frozenset[str] = frozenset()
+
+
+def file_facts(text: str) -> FileFacts | None:
+    """One file's part of the facts; None when it does not parse (it simply adds nothing)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    statements = _statements(tree)
+    aliases = _imports(statements)
+    loaded = _loader_classes(tree, aliases) if "DataLoader" in text else set()
+    bases = []
+    for node in statements:
+        if isinstance(node, ast.ClassDef):
+            named = (_dotted(base) for base in node.bases)
+            bases.append((node.name, frozenset(_resolve(d, aliases) for d in named if d is not None)))
+    parallel = "DataParallel" in text and any(  # the whole walk, calls and all, only where it can find one
+        isinstance(node, ast.Call)
+        and (d := _dotted(node.func)) is not None
+        and _resolve(d, aliases).rsplit(".", 1)[-1] in {"DataParallel", "DistributedDataParallel"}
+        for node in ast.walk(tree)
+    )
+    attributes = _wrapped_attributes(tree, aliases) if parallel else set()
+    return FileFacts(tuple(bases), parallel, frozenset(loaded), frozenset(attributes))
+
+
+def merge(parts: Iterable[tuple[str, FileFacts | None]]) -> RepoFacts:
+    """The repo's facts from its files' `(path, file_facts(text))`."""
     bases: dict[str, set[str]] = {}
     parallel: set[str] = set()
     loaded: set[str] = set()
     attributes: set[str] = set()
-    for path, text in sources:
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
+    for path, part in parts:
+        if part is None:
             continue
-        statements = _statements(tree)
-        aliases = _imports(statements)
-        if "DataLoader" in text:
-            loaded |= _loader_classes(tree, aliases)
-        for node in statements:
-            if isinstance(node, ast.ClassDef):
-                names = bases.setdefault(node.name, set())
-                for base in node.bases:
-                    d = _dotted(base)
-                    if d is not None:
-                        names.add(_resolve(d, aliases))
-        if "DataParallel" in text:  # the whole walk, calls and all, only where it can find one
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Call):
-                    d = _dotted(node.func)
-                    if d and _resolve(d, aliases).rsplit(".", 1)[-1] in {"DataParallel", "DistributedDataParallel"}:
-                        parallel.add(path)
-                        break
-        if path in parallel:
-            attributes |= _wrapped_attributes(tree, aliases)
+        for name, named in part.bases:
+            bases.setdefault(name, set()).update(named)
+        if part.parallel:
+            parallel.add(path)
+        loaded |= part.loaded
+        attributes |= part.attributes
     return RepoFacts(
         module_classes=frozenset(_closure(bases, lambda b: b.startswith(_MODULE_ROOTS) and not _is_dataset(b))),
         dataset_classes=frozenset(_closure(bases, _is_dataset)),
@@ -124,6 +142,11 @@ def collect_facts(sources: Iterable[tuple[str, str]]) -> RepoFacts:
         loader_classes=frozenset(loaded),
         wrapped_attributes=frozenset(attributes),
     )
+
+
+def collect_facts(sources: Iterable[tuple[str, str]]) -> RepoFacts:
+    """Facts from `(path, text)` pairs; files that do not parse are simply skipped here."""
+    return merge((path, file_facts(text)) for path, text in sources)
 
 
 def _loader_classes(tree: ast.Module, aliases: dict[str, str]) -> set[str]:

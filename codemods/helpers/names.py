@@ -10,6 +10,7 @@ local name to the dotted name it was imported as. A name that the module *also* 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import libcst as cst
 
@@ -48,7 +49,7 @@ class Imports:
         # expressions) gives what a full visit with _ImportCollector gives, at a fraction of
         # the cost; tests/test_engine_speed.py checks the two agree on real code.
         collector = _ImportCollector()
-        _walk_statements(module.body, collector)
+        walk_statements(module.body, collector)
         return cls(collector.aliases, collector.defined)
 
     def resolve(self, expr: cst.BaseExpression) -> str | None:
@@ -137,38 +138,40 @@ class _ImportCollector(cst.CSTVisitor):
 _BLOCKS = ("body", "handlers", "cases", "orelse", "finalbody")
 
 
-def _walk_statements(body, collector: _ImportCollector) -> None:
+def walk_statements(body: Sequence[cst.CSTNode], visitor: cst.CSTVisitor) -> None:
+    """Call `visitor`'s `visit_X` for every small statement (Import, Assign, ...) and its
+    `visit_`/`leave_` ClassDef and FunctionDef, in source order, reading statements only: the
+    expressions, most of a tree, are never walked. For collectors whose every fact is a statement."""
     for stmt in body:
         if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
             for small in stmt.body:
-                if isinstance(small, cst.Import):
-                    collector.visit_Import(small)
-                elif isinstance(small, cst.ImportFrom):
-                    collector.visit_ImportFrom(small)
+                visit = getattr(visitor, f"visit_{type(small).__name__}", None)
+                if visit is not None:
+                    visit(small)
             continue
         if isinstance(stmt, cst.ClassDef):
-            collector.visit_ClassDef(stmt)
+            visitor.visit_ClassDef(stmt)
         elif isinstance(stmt, cst.FunctionDef):
-            collector.visit_FunctionDef(stmt)
-        _walk_blocks(stmt, collector)
+            visitor.visit_FunctionDef(stmt)
+        _walk_blocks(stmt, visitor)
         if isinstance(stmt, cst.ClassDef):
-            collector.leave_ClassDef(stmt)
+            visitor.leave_ClassDef(stmt)
         elif isinstance(stmt, cst.FunctionDef):
-            collector.leave_FunctionDef(stmt)
+            visitor.leave_FunctionDef(stmt)
 
 
-def _walk_blocks(node: cst.CSTNode, collector: _ImportCollector) -> None:
+def _walk_blocks(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """Statements under a compound statement (or an else/except/finally/case clause)."""
     for name in _BLOCKS:
         block = getattr(node, name, None)
         if block is None:
             continue
         if isinstance(block, cst.IndentedBlock):
-            _walk_statements(block.body, collector)
+            walk_statements(block.body, visitor)
         elif isinstance(block, cst.SimpleStatementSuite):  # `if x: import y`
-            _walk_statements([block], collector)
+            walk_statements([block], visitor)
         elif isinstance(block, (list, tuple)):  # except handlers, match cases
             for clause in block:
-                _walk_blocks(clause, collector)
+                _walk_blocks(clause, visitor)
         elif isinstance(block, cst.CSTNode):  # else/finally clause, or `elif` (an If)
-            _walk_blocks(block, collector)
+            _walk_blocks(block, visitor)

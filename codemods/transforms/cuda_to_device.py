@@ -11,7 +11,7 @@ import libcst as cst
 
 from codemods.helpers import args as A
 from codemods.helpers.device import DeviceCodemod, Scope
-from codemods.helpers.names import attribute_chain, dotted
+from codemods.helpers.names import attribute_chain, dotted, walk_statements
 
 
 @lru_cache(maxsize=None)
@@ -151,7 +151,7 @@ class CudaToDevice(DeviceCodemod):
 
     def visit_Module(self, node: cst.Module) -> bool:
         collector = _ClassCollector()
-        node.visit(collector)
+        walk_statements(node.body, collector)  # classes, defs and assignments are statements
         self.classes = collector.classes
         self._bare: set[int] = set()  # ids of calls that are a whole expression statement
         self._rebind: dict[int, cst.BaseExpression] = {}  # accepted bare calls -> assignment target
