@@ -170,7 +170,81 @@ def test_positions_from_the_statement_map_are_libcsts(spec: registry.Spec, monke
     from codemods.engine import pipeline
 
     with_map = [_outcome(spec, path.read_text(), spec.codemod.PRUNE) for path in INPUTS]
-    monkeypatch.setattr(pipeline.Sites, "of", classmethod(lambda cls, source, tree: None))
+    monkeypatch.setattr(pipeline.Sites, "of", classmethod(lambda cls, *args: None))
     without = [_outcome(spec, path.read_text(), spec.codemod.PRUNE) for path in INPUTS]
     assert with_map == without
     assert any(findings for _, _, findings, _ in with_map) or spec.code in {"TM000", "TM007"}
+
+
+GATED = [s for s in registry.all_specs() if s.codemod.GATED]
+
+
+def _ungated(spec: registry.Spec, source: str):
+    saved = spec.codemod.GATED
+    spec.codemod.GATED = False
+    try:
+        return _outcome(spec, source, spec.codemod.PRUNE)
+    finally:
+        spec.codemod.GATED = saved
+
+
+@pytest.mark.parametrize("spec", GATED, ids=lambda s: s.code)
+def test_the_ast_gate_never_declines_a_file_the_codemod_acts_on(spec: registry.Spec) -> None:
+    acted = 0
+    for path in INPUTS:
+        source = path.read_text()
+        gated = _outcome(spec, source, spec.codemod.PRUNE)
+        assert gated == _ungated(spec, source), path
+        acted += bool(gated[1] or gated[2])
+    assert acted >= 1, f"{spec.code} acts on no input"
+
+
+@pytest.mark.parametrize(
+    "code, source",
+    [
+        ("TM903", "import torch.nn.functional as F\ny = F.softmax(x, dim=-1)\nz = F.log_softmax(x, 1)\n"),
+        ("TM903", "import torch.nn as nn\nact = nn.Softmax(dim=1)\n"),
+        ("TM401", "import numpy as np\nimport torch\ny = x.float() + torch.float32.itemsize + np.float64(1)\n"),
+        ("TM001", "import torch.nn as nn\nloss = nn.CrossEntropyLoss(reduction='sum')\nsize_average = 3\n"),
+    ],
+)
+def test_the_ast_gate_declines_look_alikes_before_libcst_parses(code: str, source: str) -> None:
+    spec = registry.get(code)
+    assert spec.fires_on(source)  # the trigger words are there...
+    result = transform_source(source, [spec], path="case.py")
+    assert not result.parsed and result.code == source and not result.findings  # ...the sites are not
+    assert _ungated(spec, source)[:3] == (source, None, [])  # and the codemod agrees
+
+
+def test_scan_reads_the_statements_on_hit_lines_and_resolves_through_imports() -> None:
+    import ast
+
+    from codemods.helpers.sites import Scan
+
+    source = (
+        "import numpy as N\n"
+        "import os.path\n"
+        "def f():\n"
+        "    from torch.nn import functional as F2\n"
+        "    return F2.softmax(x)\n"
+        "if N.float:\n"  # a header line: the whole `if` is read
+        "    a = 1\n"
+        "try:\n"
+        "    b = 2\n"
+        "except ValueError:\n"
+        "    c = N.Inf\n"  # inside an except handler: only that statement
+        "@decorate(N)\n"
+        "def g():\n"
+        "    d = 4\n"
+    )
+    scan = Scan.of(source)
+    assert scan is not None
+    found = list(scan.nodes([Words(r"\bN\.")]))
+    names = {n.id for n in found if isinstance(n, ast.Name)}
+    assert {"N", "a", "c"} <= names and "b" not in names and "d" not in names
+    attributes = [n for n in found if isinstance(n, ast.Attribute)]
+    assert {q for n in attributes for q in scan.qualified(n)} == {"numpy.float", "numpy.Inf"}
+    call = next(n for n in ast.walk(scan.module) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute))
+    assert scan.qualified(call.func) == {"torch.nn.functional.softmax"}
+    assert scan.qualified(ast.parse("os.path.join").body[0].value) == {"os.path.join"}
+    assert Scan.of("x = (\n") is None and Scan.of("a = 1\rb = 2\n") is None

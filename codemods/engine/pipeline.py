@@ -13,7 +13,7 @@ from libcst.codemod import CodemodContext, SkipFile
 from codemods.helpers.codemod import FileContext
 from codemods.engine import legacy_syntax
 from codemods.helpers.noqa import is_suppressed, noqa_lines
-from codemods.helpers.sites import Pruner, Sites
+from codemods.helpers.sites import Pruner, Scan, Sites
 from codemods.registry import Spec
 from codemods.results import Finding, Problem
 
@@ -139,13 +139,25 @@ def _firing(specs: Sequence[Spec], source: str, file: FileContext) -> list[Spec]
     return [s for s in specs if s.fires_on(source) and s.codemod.applies(source, file.facts)]
 
 
+def _gated(firing: list[Spec], source: str) -> tuple[list[Spec], Scan | None]:
+    """`firing` less the codemods whose ast gate finds none of their sites (most files that say
+    `softmax` pass `dim=`; most `.float` is `x.float()`, not `np.float`), and the Scan, which the
+    statement map reuses. Without an ast (a syntax error, Python 2), nothing is declined here."""
+    if not any(s.codemod.GATED for s in firing):
+        return firing, None
+    scan = Scan.of(source)
+    if scan is None:
+        return firing, None
+    return [s for s in firing if not s.codemod.GATED or s.codemod.may_act(scan, s.trigger)], scan
+
+
 def transform_source(source: str, specs: Sequence[Spec], file: FileContext | None = None) -> Result:
     """Migrate one module's text with `specs` (in the given order, normally PIPELINE order).
 
     Never raises for bad input: problems come back in `Result.problem`, with the text unchanged.
     """
     file = file or FileContext()
-    firing = _firing(specs, source, file)
+    firing, scan = _gated(_firing(specs, source, file), source)
     if not firing:
         return Result(code=source)
     file = replace(file, noqa=noqa_lines(source))
@@ -159,11 +171,11 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
         if fixed is None:
             return Result(code=source, problem=tree)
         source, tree, repaired = fixed
-        firing = _firing(specs, source, file)
+        firing, scan = _firing(specs, source, file), None
     firing = [s for s in firing if not _pre_parse(s)]
     # The statement map prunes walks, and gives findings their positions at the cost of one
     # statement's layout instead of the whole module's: made for every parsed file.
-    sites = Sites.of(source, tree)
+    sites = Sites.of(source, tree, scan)
     try:
         new_tree, rewrites, findings, new_code = _run(tree, firing, file, sites)
     except _CodemodFailed as exc:

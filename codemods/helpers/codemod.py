@@ -24,7 +24,7 @@ from codemods.helpers.import_edits import TopImportsAdder, UsedNamesRemover
 from codemods.helpers.names import Imports
 from codemods.helpers.noqa import is_suppressed
 from codemods.helpers.patterns import Words
-from codemods.helpers.sites import Pruner, Sites, prune_visit
+from codemods.helpers.sites import Pruner, Scan, Sites, prune_visit
 from codemods.results import Finding
 
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
@@ -97,6 +97,17 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
         is parsed for it. Default: yes.
         """
         return True
+
+    GATED: ClassVar[bool] = False
+    """True: `may_act` can decline a file from CPython's ast, before libcst parses it."""
+
+    @classmethod
+    def may_act(cls, scan: Scan, words: Sequence[Words]) -> bool:
+        """With GATED: whether anything on the lines of `words` (this codemod's triggers) could
+        be one of its sites. Must never say no to a file the codemod would change or report on:
+        a superset of its decisions, from the ast (`Scan.nodes`, `Scan.qualified`)."""
+        return True
+
     METADATA_DEPENDENCIES = (PositionProvider,)
 
     def __init__(self, context: CodemodContext, file: FileContext | None = None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from functools import lru_cache
 from importlib import resources
@@ -10,6 +11,7 @@ import libcst as cst
 
 from codemods.helpers import args as A
 from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers.sites import Scan
 from codemods.helpers.keywords import append_args, keyword_arg
 from codemods.helpers.spelling import head, import_forms, reference, retire
 
@@ -174,6 +176,15 @@ class DeprecatedApi(MigrationCodemod):
     CODE = "TM006"
     PRUNE = True  # its sites are the deprecated names on trigger lines
     DESCRIPTION = "F.upsample -> F.interpolate, nn.init.xavier_uniform -> xavier_uniform_, torch.range -> arange, ..."
+
+    GATED = True
+
+    @classmethod
+    def may_act(cls, scan: Scan, words) -> bool:
+        """A call that may resolve to a table entry (everything this codemod does starts in
+        leave_Call); `x.normal_(...)`, `np.eye(3)` and `torch.linalg.qr` on the trigger lines are not."""
+        entries = table().keys()
+        return any(isinstance(n, ast.Call) and scan.qualified(n.func) & entries for n in scan.nodes(words))
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.forms = import_forms(tree)

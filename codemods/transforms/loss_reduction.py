@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from functools import lru_cache
 from importlib import resources
@@ -10,6 +11,7 @@ import libcst as cst
 
 from codemods.helpers import args as A
 from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers.sites import Scan
 
 LEGACY = ("size_average", "reduce")
 
@@ -92,6 +94,23 @@ class LossReduction(MigrationCodemod):
     CODE = "TM001"
     PRUNE = True  # its sites are the loss calls and constructors its triggers name
     DESCRIPTION = "nn.MSELoss(reduce=False) -> nn.MSELoss(reduction='none')"
+
+    GATED = True
+
+    @classmethod
+    def may_act(cls, scan: Scan, words) -> bool:
+        """A call of a loss with `size_average`/`reduce`, by keyword or by position (leave_Call's
+        sites); most loss calls on the trigger lines pass neither."""
+        for node in scan.nodes(words):
+            if not isinstance(node, ast.Call):
+                continue
+            for name in scan.qualified(node.func) & losses().keys():
+                if any(k.arg in LEGACY for k in node.keywords):
+                    return True
+                plain = [a for a in node.args if not isinstance(a, ast.Starred)]
+                if any(p in LEGACY for p in losses()[name]["positional"][: len(plain)]):
+                    return True
+        return False
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         name = self.qualified_name(original_node.func)

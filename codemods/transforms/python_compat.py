@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from codemods.helpers import from_imports
 from codemods.helpers.references import ReferenceCodemod, parenthesized
+from codemods.helpers.sites import Scan
 
 # The ABCs that `collections` re-exported until Python 3.10.
 COLLECTIONS_ABCS = frozenset(
@@ -140,6 +143,20 @@ class PythonCompat(ReferenceCodemod):
         return "numpy" in text or "collections" in text
     SAFETY = "safe"
     DESCRIPTION = "collections.Mapping -> collections.abc.Mapping; np.Inf/np.float/... -> np.inf/float/..."
+    GATED = True
+
+    @classmethod
+    def may_act(cls, scan: Scan, words) -> bool:
+        """A reference that may resolve to a removed name (or np.asscalar), or a `from` import
+        of one: most `.float`/`.int` on the trigger lines are `x.float()` and `torch.int`."""
+        for node in scan.nodes(words):
+            if isinstance(node, (ast.Attribute, ast.Name)):
+                if any(q == "numpy.asscalar" or replacement(q) is not None for q in scan.qualified(node)):
+                    return True
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                if any(replacement(f"{node.module}.{a.name}") is not None for a in node.names):
+                    return True
+        return False
 
     def replace_reference(self, qualified, original, updated):
         if not isinstance(original, cst.Attribute):
