@@ -138,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, help="corpus cache (see scripts/corpus.py)")
     parser.add_argument("--only", action="append", choices=sorted(corpus.BY_NAME), help="just these projects")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--peer-repeat", type=int, help="repetitions of TorchFix and ruff (default: --repeat; TorchFix takes minutes)"
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="N for the parallel runs")
     parser.add_argument("--no-torchfix", action="store_true")
     parser.add_argument("--no-ruff", action="store_true")
@@ -154,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     files = [p for root in dirs.values() for p in corpus.python_files(root)]
     lines = corpus.count_lines(files)
     n = args.jobs
-    print(f"corpus: {len(dirs)} projects, {len(files)} files, {lines:,} lines; jobs N={n}; {args.repeat} repetitions")
+    print(f"corpus: {len(dirs)} projects, {len(files)} files, {lines:,} lines; jobs N={n}; {args.repeat} repetitions"
+          + (f" ({args.peer_repeat} of the peers)" if args.peer_repeat is not None else ""))
 
     scratch = Path(tempfile.mkdtemp(prefix="tm-bench-"))
     list_file = scratch / "files.txt"
@@ -189,8 +193,11 @@ def main(argv: list[str] | None = None) -> int:
     warm_cache = scratch / "warm-cache"
     measure(tm(n), tm_env(warm_cache))  # fill the warm cache once
     results: dict[str, list[dict]] = {name: [] for name in commands}
+    peer_repeat = args.repeat if args.peer_repeat is None else args.peer_repeat
     for rep in range(args.repeat):
         for name, (command, command_env, cold) in commands.items():
+            if name.startswith(("TorchFix", "ruff")) and rep >= peer_repeat:
+                continue
             if name.startswith("torch-migrate"):
                 cache = scratch / f"cold-{rep}-{len(results[name])}" if cold else warm_cache
                 command_env = tm_env(cache)
@@ -241,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         machine["loadavg_end"] = os.getloadavg()
     out = {
         "corpus": {"projects": sorted(dirs), "files": len(files), "lines": lines},
-        "jobs": n, "repeat": args.repeat, "machine": machine, "results": summary, "ratios": ratios,
+        "jobs": n, "repeat": args.repeat, "peer_repeat": peer_repeat, "machine": machine, "results": summary, "ratios": ratios,
     }  # fmt: skip
     if not args.no_h5py:
         # TM201: the lazily opened dataset against the naive "open the file in every __getitem__".
