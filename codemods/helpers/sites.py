@@ -105,6 +105,11 @@ class Scan:
             else:
                 stack.extend(reversed(children))
 
+    def calls(self, patterns: Iterable[Words], names: Iterable[str]) -> bool:
+        """Whether a call on the lines of `patterns` may be a call of one of `names`."""
+        wanted = names if isinstance(names, (set, frozenset, type({}.keys()))) else set(names)
+        return any(isinstance(n, ast.Call) and not self.qualified(n.func).isdisjoint(wanted) for n in self.nodes(patterns))
+
     def qualified(self, expr: ast.AST) -> set[str]:
         """Every dotted name `expr` (`np.float`, `F.softmax`, `Mapping`) may stand for through the
         file's imports, wherever they are (a superset of what libcst's resolution finds)."""

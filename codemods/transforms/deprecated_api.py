@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import json
 from functools import lru_cache
 from importlib import resources
@@ -183,8 +182,7 @@ class DeprecatedApi(MigrationCodemod):
     def may_act(cls, scan: Scan, words) -> bool:
         """A call that may resolve to a table entry (everything this codemod does starts in
         leave_Call); `x.normal_(...)`, `np.eye(3)` and `torch.linalg.qr` on the trigger lines are not."""
-        entries = table().keys()
-        return any(isinstance(n, ast.Call) and scan.qualified(n.func) & entries for n in scan.nodes(words))
+        return scan.calls(words, table().keys())
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.forms = import_forms(tree)

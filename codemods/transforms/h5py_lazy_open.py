@@ -9,6 +9,7 @@ import libcst as cst
 from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.facts import is_dataset_base
 from codemods.helpers.scope import ScopeNodes as _Scope
+from codemods.helpers.sites import Scan
 from codemods.helpers.statements import is_docstring
 from codemods.transforms.h5py_runtime import DESCRIPTOR, HELPER, LAZY
 
@@ -151,6 +152,12 @@ class H5pyLazyOpen(MigrationCodemod):
 
     def _is_open(self, node: cst.CSTNode) -> bool:
         return isinstance(node, cst.Call) and self.qualified_name(node.func) == H5_FILE
+
+    GATED = True
+
+    @classmethod
+    def may_act(cls, scan: Scan, words) -> bool:
+        return scan.calls(words, {H5_FILE})  # every change and finding is about an opened file
 
     def visit_Module(self, node: cst.Module) -> None:
         self._loader_classes = set(self.file.facts.loader_classes)

@@ -6,6 +6,7 @@ import libcst as cst
 
 from codemods.helpers import args as A
 from codemods.helpers.device import DeviceCodemod
+from codemods.helpers.sites import Scan
 
 # torch.load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args)
 POSITIONAL = ("f", "map_location", "pickle_module")
@@ -59,6 +60,12 @@ class LoadMapLocation(DeviceCodemod):
     PRUNE = True  # its sites are `torch.load` calls on trigger lines
     SAFETY = "review"
     DESCRIPTION = "torch.load(f) -> torch.load(f, map_location=device)"
+
+    GATED = True
+
+    @classmethod
+    def may_act(cls, scan: Scan, words) -> bool:
+        return scan.calls(words, {"torch.load"})  # its every site; `import torch as th` alone is none
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.qualified_name(original_node.func) != "torch.load":

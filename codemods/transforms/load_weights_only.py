@@ -7,9 +7,10 @@ import libcst as cst
 
 from codemods.helpers import args as A
 from codemods.helpers.codemod import MigrationCodemod
-from codemods.helpers.patterns import Words
 from codemods.helpers.keywords import append_args, keyword_arg
 from codemods.helpers.names import Imports
+from codemods.helpers.patterns import Words
+from codemods.helpers.sites import Scan
 
 LOADS = frozenset({"torch.load", "torch.serialization.load"})
 POSITIONAL = ("f", "map_location", "pickle_module")
@@ -159,6 +160,12 @@ class LoadWeightsOnly(MigrationCodemod):
     DESCRIPTION = "torch.load(f) -> torch.load(f, weights_only=True) for state dicts, else False + finding"
 
     PRUNE = True  # its sites are `load` calls; what it learns (_Flows) is on `load...` lines too
+
+    GATED = True
+
+    @classmethod
+    def may_act(cls, scan: Scan, words) -> bool:
+        return scan.calls(words, LOADS)  # leave_Call's every site (the flows only inform them)
 
     def visit_Module(self, node: cst.Module) -> None:
         self.flows = _Flows(self.imports)

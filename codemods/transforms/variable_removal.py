@@ -8,6 +8,7 @@ import libcst.matchers as m
 from codemods.helpers import args as A
 from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.names import dotted
+from codemods.helpers.sites import Scan
 
 VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 PARAMETERS = ("data", "requires_grad", "volatile")
@@ -143,6 +144,12 @@ class VariableRemoval(MigrationCodemod):
         self._mark(node.value)
 
     # -- the rewrite ------------------------------------------------------------------------
+
+    GATED = True
+
+    @classmethod
+    def may_act(cls, scan: Scan, words) -> bool:
+        return scan.calls(words, VARIABLE)  # every change starts at a call (tf.Variable is none)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.qualified_name(original_node.func) not in VARIABLE:
