@@ -206,6 +206,9 @@ def test_the_ast_gate_never_declines_a_file_the_codemod_acts_on(spec: registry.S
         ("TM903", "import torch.nn as nn\nact = nn.Softmax(dim=1)\n"),
         ("TM401", "import numpy as np\nimport torch\ny = x.float() + torch.float32.itemsize + np.float64(1)\n"),
         ("TM001", "import torch.nn as nn\nloss = nn.CrossEntropyLoss(reduction='sum')\nsize_average = 3\n"),
+        ("TM104", "import torch.nn as nn\nnet = nn.DataParallel(model)\noptimizer.load_state_dict(state)\n"),
+        ("TM301", "import torch as th\nx = th.zeros(3)\n"),
+        ("TM002", "import tensorflow as tf\nv = tf.Variable(3)\n"),
     ],
 )
 def test_the_ast_gate_declines_look_alikes_before_libcst_parses(code: str, source: str) -> None:

@@ -139,7 +139,7 @@ def _firing(specs: Sequence[Spec], source: str, file: FileContext) -> list[Spec]
     return [s for s in specs if s.fires_on(source) and s.codemod.applies(source, file.facts)]
 
 
-def _gated(firing: list[Spec], source: str) -> tuple[list[Spec], Scan | None]:
+def _gated(firing: list[Spec], source: str, file: FileContext) -> tuple[list[Spec], Scan | None]:
     """`firing` less the codemods whose ast gate finds none of their sites (most files that say
     `softmax` pass `dim=`; most `.float` is `x.float()`, not `np.float`), and the Scan, which the
     statement map reuses. Without an ast (a syntax error, Python 2), nothing is declined here."""
@@ -148,7 +148,7 @@ def _gated(firing: list[Spec], source: str) -> tuple[list[Spec], Scan | None]:
     scan = Scan.of(source)
     if scan is None:
         return firing, None
-    return [s for s in firing if not s.codemod.GATED or s.codemod.may_act(scan, s.trigger)], scan
+    return [s for s in firing if not s.codemod.GATED or s.codemod.may_act(scan, s.sites, file.facts)], scan
 
 
 def transform_source(source: str, specs: Sequence[Spec], file: FileContext | None = None) -> Result:
@@ -157,7 +157,7 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
     Never raises for bad input: problems come back in `Result.problem`, with the text unchanged.
     """
     file = file or FileContext()
-    firing, scan = _gated(_firing(specs, source, file), source)
+    firing, scan = _gated(_firing(specs, source, file), source, file)
     if not firing:
         return Result(code=source)
     file = replace(file, noqa=noqa_lines(source))

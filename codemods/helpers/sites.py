@@ -133,6 +133,18 @@ class Scan:
         return {f"{target}.{rest}" if rest else target for target in self._targets.get(expr.id, ())}
 
 
+def ast_dotted(expr: ast.AST) -> str | None:
+    """`a.b.c` of an ast expression, or None when it is not a plain dotted name."""
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
 def _lines(statement: ast.AST) -> tuple[int, int]:
     first = min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
     return first, statement.end_lineno or statement.lineno

@@ -179,7 +179,7 @@ class DeprecatedApi(MigrationCodemod):
     GATED = True
 
     @classmethod
-    def may_act(cls, scan: Scan, words) -> bool:
+    def may_act(cls, scan: Scan, words, facts) -> bool:
         """A call that may resolve to a table entry (everything this codemod does starts in
         leave_Call); `x.normal_(...)`, `np.eye(3)` and `torch.linalg.qr` on the trigger lines are not."""
         return scan.calls(words, table().keys())

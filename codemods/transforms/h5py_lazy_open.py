@@ -156,7 +156,7 @@ class H5pyLazyOpen(MigrationCodemod):
     GATED = True
 
     @classmethod
-    def may_act(cls, scan: Scan, words) -> bool:
+    def may_act(cls, scan: Scan, words, facts) -> bool:
         return scan.calls(words, {H5_FILE})  # every change and finding is about an opened file
 
     def visit_Module(self, node: cst.Module) -> None:

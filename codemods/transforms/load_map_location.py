@@ -64,7 +64,7 @@ class LoadMapLocation(DeviceCodemod):
     GATED = True
 
     @classmethod
-    def may_act(cls, scan: Scan, words) -> bool:
+    def may_act(cls, scan: Scan, words, facts) -> bool:
         return scan.calls(words, {"torch.load"})  # its every site; `import torch as th` alone is none
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:

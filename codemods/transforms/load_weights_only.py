@@ -164,7 +164,7 @@ class LoadWeightsOnly(MigrationCodemod):
     GATED = True
 
     @classmethod
-    def may_act(cls, scan: Scan, words) -> bool:
+    def may_act(cls, scan: Scan, words, facts) -> bool:
         return scan.calls(words, LOADS)  # leave_Call's every site (the flows only inform them)
 
     def visit_Module(self, node: cst.Module) -> None:

@@ -98,7 +98,7 @@ class LossReduction(MigrationCodemod):
     GATED = True
 
     @classmethod
-    def may_act(cls, scan: Scan, words) -> bool:
+    def may_act(cls, scan: Scan, words, facts) -> bool:
         """A call of a loss with `size_average`/`reduce`, by keyword or by position (leave_Call's
         sites); most loss calls on the trigger lines pass neither."""
         for node in scan.nodes(words):

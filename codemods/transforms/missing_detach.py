@@ -236,7 +236,7 @@ class MissingDetach(MigrationCodemod):
     GATED = True
 
     @classmethod
-    def may_act(cls, scan: Scan, words) -> bool:
+    def may_act(cls, scan: Scan, words, facts) -> bool:
         """A report needs a `.backward()`, a `.step()` and an optimizer built from torch.optim
         in this file (most files that call backward() receive their optimizer from elsewhere)."""
 

@@ -146,7 +146,7 @@ class PythonCompat(ReferenceCodemod):
     GATED = True
 
     @classmethod
-    def may_act(cls, scan: Scan, words) -> bool:
+    def may_act(cls, scan: Scan, words, facts) -> bool:
         """A reference that may resolve to a removed name (or np.asscalar), or a `from` import
         of one: most `.float`/`.int` on the trigger lines are `x.float()` and `torch.int`."""
         for node in scan.nodes(words):

@@ -79,7 +79,7 @@ class SoftmaxWithoutDim(MigrationCodemod):
     GATED = True
 
     @classmethod
-    def may_act(cls, scan: Scan, words) -> bool:
+    def may_act(cls, scan: Scan, words, facts) -> bool:
         return any(isinstance(node, ast.Call) and _may_lack_dim(node, scan) for node in scan.nodes(words))
 
     def visit_Call(self, node: cst.Call) -> None:

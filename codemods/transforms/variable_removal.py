@@ -148,7 +148,7 @@ class VariableRemoval(MigrationCodemod):
     GATED = True
 
     @classmethod
-    def may_act(cls, scan: Scan, words) -> bool:
+    def may_act(cls, scan: Scan, words, facts) -> bool:
         return scan.calls(words, VARIABLE)  # every change starts at a call (tf.Variable is none)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
