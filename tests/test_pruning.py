@@ -251,3 +251,13 @@ def test_scan_reads_the_statements_on_hit_lines_and_resolves_through_imports() -
     assert scan.qualified(call.func) == {"torch.nn.functional.softmax"}
     assert scan.qualified(ast.parse("os.path.join").body[0].value) == {"os.path.join"}
     assert Scan.of("x = (\n") is None and Scan.of("a = 1\rb = 2\n") is None
+
+
+def test_a_declined_codemod_is_asked_again_after_an_earlier_rewrite() -> None:
+    # No import binds `torch` here, so TM301's gate declines the file; TM004 then adds
+    # `import torch`, and on the new text `torch.load` is TM301's.
+    source = "from torch.cuda.amp import autocast\n\nwith autocast():\n    state = torch.load(path)\n"
+    tm301 = registry.get("TM301")
+    assert transform_source(source, [tm301]).code == source
+    result = transform_source(source, [registry.get("TM004"), tm301])
+    assert set(result.rewrites) == {"TM004", "TM301"} and "weights_only=" in result.code

@@ -83,9 +83,19 @@ def _parse(text: str, path: str) -> cst.Module | Problem:
         return Problem(path, 0, f"libcst cannot parse this file: {exc}")
 
 
-def _run(tree: cst.Module, specs: Sequence[Spec], file: FileContext, sites: Sites | None = None):
+def _run(
+    tree: cst.Module,
+    specs: Sequence[Spec],
+    file: FileContext,
+    sites: Sites | None = None,
+    declined: frozenset[str] = frozenset(),
+):
     """Run `specs` over `tree`; returns (tree, rewrites, findings, tree's code when already made)
     or raises _CodemodFailed.
+
+    `declined`: codes whose AST gate found nothing in the original text; they are skipped unless
+    an earlier codemod rewrote the tree and their gate then finds something in the new text (TM004
+    adding `import torch` makes a bare `torch.load(...)` TM301's).
 
     `sites` (the statement map of the text `tree` was parsed from) lets codemods with PRUNE skip
     the statements that hold none of their words. After a codemod rewrote the tree, the map is
@@ -99,6 +109,12 @@ def _run(tree: cst.Module, specs: Sequence[Spec], file: FileContext, sites: Site
         if stale:
             text = tree.code
             sites, stale = Sites.of(text, tree), False
+        if spec.code in declined:
+            if not rewrites:
+                continue
+            scan = sites.scan if sites is not None else Scan.of(tree.code)
+            if scan is not None and not spec.codemod.may_act(scan, spec.sites, file.facts):
+                continue
         # A fresh context per codemod: chained codemods sharing one re-apply each other's imports.
         codemod = spec.codemod(CodemodContext(filename=file.path), file)
         codemod.sites = sites
@@ -139,16 +155,16 @@ def _firing(specs: Sequence[Spec], source: str, file: FileContext) -> list[Spec]
     return [s for s in specs if s.fires_on(source) and s.codemod.applies(source, file.facts)]
 
 
-def _gated(firing: list[Spec], source: str, file: FileContext) -> tuple[list[Spec], Scan | None]:
-    """`firing` less the codemods whose ast gate finds none of their sites (most files that say
-    `softmax` pass `dim=`; most `.float` is `x.float()`, not `np.float`), and the Scan, which the
-    statement map reuses. Without an ast (a syntax error, Python 2), nothing is declined here."""
+def _gated(firing: list[Spec], source: str, file: FileContext) -> tuple[frozenset[str], Scan | None]:
+    """The codes in `firing` whose ast gate finds none of their sites in `source` (most files
+    that say `softmax` pass `dim=`; most `.float` is `x.float()`, not `np.float`), and the Scan,
+    which the statement map reuses. Without an ast (a syntax error, Python 2), none."""
     if not any(s.codemod.GATED for s in firing):
-        return firing, None
+        return frozenset(), None
     scan = Scan.of(source)
     if scan is None:
-        return firing, None
-    return [s for s in firing if not s.codemod.GATED or s.codemod.may_act(scan, s.sites, file.facts)], scan
+        return frozenset(), None
+    return frozenset(s.code for s in firing if s.codemod.GATED and not s.codemod.may_act(scan, s.sites, file.facts)), scan
 
 
 def transform_source(source: str, specs: Sequence[Spec], file: FileContext | None = None) -> Result:
@@ -157,8 +173,9 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
     Never raises for bad input: problems come back in `Result.problem`, with the text unchanged.
     """
     file = file or FileContext()
-    firing, scan = _gated(_firing(specs, source, file), source, file)
-    if not firing:
+    firing = _firing(specs, source, file)
+    declined, scan = _gated(firing, source, file)
+    if len(declined) == len(firing):  # nothing to do here; a later rewrite cannot change that
         return Result(code=source)
     file = replace(file, noqa=noqa_lines(source))
 
@@ -171,13 +188,13 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
         if fixed is None:
             return Result(code=source, problem=tree)
         source, tree, repaired = fixed
-        firing, scan = _firing(specs, source, file), None
+        firing, declined, scan = _firing(specs, source, file), frozenset(), None
     firing = [s for s in firing if not _pre_parse(s)]
     # The statement map prunes walks, and gives findings their positions at the cost of one
     # statement's layout instead of the whole module's: made for every parsed file.
     sites = Sites.of(source, tree, scan)
     try:
-        new_tree, rewrites, findings, new_code = _run(tree, firing, file, sites)
+        new_tree, rewrites, findings, new_code = _run(tree, firing, file, sites, declined)
     except _CodemodFailed as exc:
         return Result(
             code=original, parsed=True, problem=Problem(file.path, 0, f"internal error: {exc.reason}", exc.code)
