@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from codemods.helpers.names import _BLOCKS
+from codemods.helpers.sites import ast_dotted as _dotted
 
 # Bases that make a class an nn.Module / a Dataset, by their imported dotted name.
 _MODULE_ROOTS = ("torch.nn.", "torch.nn.Module")
@@ -65,17 +66,6 @@ def _imports(statements: list[ast.AST]) -> dict[str, str]:
             for a in node.names:
                 aliases[a.asname or a.name] = f"{node.module}.{a.name}"
     return aliases
-
-
-def _dotted(expr: ast.expr) -> str | None:
-    parts = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    parts.append(expr.id)
-    return ".".join(reversed(parts))
 
 
 def _resolve(name: str, aliases: dict[str, str]) -> str:

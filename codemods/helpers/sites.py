@@ -17,7 +17,7 @@ import ast
 import bisect
 import re
 import warnings
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Collection, Iterable, Iterator, Sequence
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -105,19 +105,15 @@ class Scan:
             else:
                 stack.extend(reversed(children))
 
-    def calls(self, patterns: Iterable[Words], names: Iterable[str]) -> bool:
+    def calls(self, patterns: Iterable[Words], names: Collection[str]) -> bool:
         """Whether a call on the lines of `patterns` may be a call of one of `names`."""
-        wanted = names if isinstance(names, (set, frozenset, type({}.keys()))) else set(names)
-        return any(isinstance(n, ast.Call) and not self.qualified(n.func).isdisjoint(wanted) for n in self.nodes(patterns))
+        return any(isinstance(n, ast.Call) and not self.qualified(n.func).isdisjoint(names) for n in self.nodes(patterns))
 
     def qualified(self, expr: ast.AST) -> set[str]:
         """Every dotted name `expr` (`np.float`, `F.softmax`, `Mapping`) may stand for through the
         file's imports, wherever they are (a superset of what libcst's resolution finds)."""
-        parts = []
-        while isinstance(expr, ast.Attribute):
-            parts.append(expr.attr)
-            expr = expr.value
-        if not isinstance(expr, ast.Name):
+        dotted = ast_dotted(expr)
+        if dotted is None:
             return set()
         if self._targets is None:
             self._targets = {}
@@ -129,8 +125,8 @@ class Scan:
                 elif node.module and not node.level:
                     for a in node.names:
                         self._targets.setdefault(a.asname or a.name, set()).add(f"{node.module}.{a.name}")
-        rest = ".".join(reversed(parts))
-        return {f"{target}.{rest}" if rest else target for target in self._targets.get(expr.id, ())}
+        head, _, rest = dotted.partition(".")
+        return {f"{target}.{rest}" if rest else target for target in self._targets.get(head, ())}
 
 
 def ast_dotted(expr: ast.AST) -> str | None:
