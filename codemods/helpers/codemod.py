@@ -104,8 +104,9 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
     @classmethod
     def may_act(cls, scan: Scan, words: Sequence[Words], facts: RepoFacts) -> bool:
         """With GATED: whether anything on the lines of `words` (this codemod's triggers and
-        SITES) could be one of its sites, given the repo's facts. Must never say no to a file the codemod would change or report on:
-        a superset of its decisions, from the ast (`Scan.nodes`, `Scan.qualified`)."""
+        SITES) could be one of its sites, given the repo's facts. Must never say no to a file the
+        codemod would change or report on: a superset of its decisions, from the ast
+        (`Scan.nodes`, `Scan.qualified`)."""
         return True
 
     METADATA_DEPENDENCIES = (PositionProvider,)

@@ -8,12 +8,11 @@ class a `Dataset`?). `collect_facts` reads every candidate file once, and the re
 from __future__ import annotations
 
 import ast
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from codemods.helpers.names import _BLOCKS
 from codemods.helpers.sites import ast_dotted as _dotted
+from codemods.helpers.sites import ast_statements as _statements
 
 # Bases that make a class an nn.Module / a Dataset, by their imported dotted name.
 _MODULE_ROOTS = ("torch.nn.", "torch.nn.Module")
@@ -35,22 +34,6 @@ class RepoFacts:
     wrapped_attributes: frozenset[str] = field(default_factory=frozenset)
     """Attribute names `x` of `self.x = DataParallel(...)`/DDP anywhere in the repo (a trainer's
     `self.model` is often wrapped in one file and saved in another)."""
-
-
-def _statements(tree: ast.Module) -> list[ast.AST]:
-    """Every statement (and except handler, match case) of the module, in `ast.walk`'s
-    breadth-first order, without going through expressions: no class or import is inside one,
-    and expressions are most of a tree's nodes."""
-    found: list[ast.AST] = []
-    queue = deque(tree.body)
-    while queue:
-        node = queue.popleft()
-        found.append(node)
-        for name in _BLOCKS:  # in _fields order for every node type that has them
-            children = getattr(node, name, None)
-            if isinstance(children, list):
-                queue.extend(children)
-    return found
 
 
 def _imports(statements: list[ast.AST]) -> dict[str, str]:

@@ -17,6 +17,7 @@ import ast
 import bisect
 import re
 import warnings
+from collections import deque
 from typing import Callable, Collection, Iterable, Iterator, Sequence
 
 import libcst as cst
@@ -54,7 +55,7 @@ class Scan:
         self.source = source
         self.module = module
         self._starts = [0] + [m.end() for m in _NEWLINE.finditer(source)]
-        self.imports = list(_imports(module.body))
+        self.imports = [n for n in ast_statements(module) if isinstance(n, (ast.Import, ast.ImportFrom))]
         # import spans and the names they bind
         self.aliases = [(node.lineno, node.end_lineno or node.lineno, bound) for node in self.imports if (bound := _bound(node))]
         self._hits: dict[str, list[int]] = {}
@@ -283,19 +284,20 @@ class Sites:
             return None
         return (found.start.line + offset, found.end.line + offset, found.start.column)
 
-def _imports(body: list[ast.stmt]) -> Iterable[ast.Import | ast.ImportFrom]:
-    """Every import statement, found through statement bodies only (ast.walk would also go
-    through every expression)."""
-    stack = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            yield node
-            continue
-        for field in _BLOCKS:
-            children = getattr(node, field, None)
+def ast_statements(module: ast.Module) -> list[ast.AST]:
+    """Every statement (and except handler, match case) of the module, in `ast.walk`'s
+    breadth-first order, without going through expressions: no class or import is inside one,
+    and expressions are most of a tree's nodes."""
+    found: list[ast.AST] = []
+    queue = deque(module.body)
+    while queue:
+        node = queue.popleft()
+        found.append(node)
+        for name in _BLOCKS:  # in _fields order for every node type that has them
+            children = getattr(node, name, None)
             if isinstance(children, list):
-                stack.extend(reversed(children))
+                queue.extend(children)
+    return found
 
 
 def _bound(node: ast.Import | ast.ImportFrom) -> tuple[str, ...]:

@@ -272,14 +272,11 @@ class MissingDetach(MigrationCodemod):
 
     def visit_Module(self, node: cst.Module) -> bool:
         facts = _Facts(self)
-        if self.pruner is None:
+        whole = self._backward_bodies() if self.pruner is not None else None
+        if whole is None:
             self.visit_where(node, facts)  # every statement, with cheap positions for `line()`
         else:
-            whole = self._backward_bodies()
-            if whole is None:
-                self.visit_where(node, facts)
-            else:
-                self.visit_where(node, facts, _SURVEY_WORDS, *self._model_classes(), whole=whole)
+            self.visit_where(node, facts, _SURVEY_WORDS, *self._model_classes(), whole=whole)
         reported: set[int] = set()
         for body in facts.done:
             for line, loss in body.backwards:
@@ -305,17 +302,14 @@ class MissingDetach(MigrationCodemod):
     def _backward_bodies(self) -> list[cst.FunctionDef] | None:
         """The functions with a `.backward(` of their own: every statement of them is read (a
         loss flows through any assignment before it). None when one is at module level."""
-        lines = self.sites.hits([_BACKWARD])
         functions = [
-            (last - first, statement)
+            (first, last, statement)
             for statement, first, last in self.sites.spans.values()
             if isinstance(statement, cst.FunctionDef)
         ]
         found: dict[int, cst.FunctionDef] = {}
-        for line in lines:
-            around = [
-                (size, f) for size, f in functions if (span := self.sites.span(f)) and span[0] <= line <= span[1]
-            ]
+        for line in self.sites.hits([_BACKWARD]):
+            around = [(last - first, f) for first, last, f in functions if first <= line <= last]
             if not around:
                 return None
             innermost = min(around, key=lambda pair: pair[0])[1]
