@@ -47,6 +47,19 @@ def _repo(root: Path, name: str, files: dict[str, str]) -> Path:
     return repo
 
 
+@pytest.fixture(autouse=True)
+def global_identity(tmp_path: Path, monkeypatch) -> Path:
+    """A known global git config (and no system one, no identity from the environment): the migration
+    commits are authored by the user's identity, so the tests must not depend on this machine's."""
+    config = tmp_path / "gitconfig"
+    config.write_text("[user]\n\tname = Global User\n\temail = global@example.org\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(name, raising=False)
+    return config
+
+
 @pytest.fixture
 def repos(tmp_path: Path) -> dict[str, Path]:
     src = tmp_path / "src"

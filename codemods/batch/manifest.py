@@ -121,10 +121,8 @@ def load_manifest(path: str | Path) -> list[RepoEntry]:
         if ("path" in fields) == ("url" in fields):
             raise ManifestError(f"{where}: give exactly one of `path` or `url`")
         if "path" in fields:
-            local = (path.parent / fields.pop("path")).resolve()
-            if not (local / ".git").exists():
-                raise ManifestError(f"{where}: `path` {local} is not a git repository")
-            source, is_path = str(local), True
+            # A missing or non-git `path` is that repository's failed row, not the whole batch's error.
+            source, is_path = str((path.parent / fields.pop("path")).resolve()), True
         else:
             source, is_path = fields.pop("url"), False
         name = fields.pop("name", None) or _default_name(source)

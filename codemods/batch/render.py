@@ -70,6 +70,13 @@ def _device(device) -> str:
     return device.summary
 
 
+def untouched(result: RepoResult, shown: int = 3) -> str:
+    """`2 file(s) left untouched: a.py, b.py`: the first few by name, then how many more."""
+    files = result.untouched or result.problems  # a state file from before `untouched` has only the problems
+    names = ", ".join(files[:shown]) + (f" and {len(files) - shown} more" if len(files) > shown else "")
+    return f"{len(files)} file(s) left untouched: {names}"
+
+
 def summary_table(results: list[RepoResult], resumed: set[str]):
     from rich.table import Table
 
@@ -81,7 +88,7 @@ def summary_table(results: list[RepoResult], resumed: set[str]):
         if r.status == "failed":
             status += f": {r.message}"
         elif r.problems:
-            status += f" ({len(r.problems)} file(s) left untouched, see REPORT.md)"
+            status += f" ({untouched(r)}; see REPORT.md)"
         tests = f"{_outcomes(r.tests_before)} → {_outcomes(r.tests_after)}" if r.tests_before is not None else "—"
         table.add_row(
             r.name, status, str(r.files_changed), str(sum(r.rewrites.values())), str(r.findings), tests,

@@ -41,6 +41,7 @@ class RepoResult:
     problems: list[str] = field(default_factory=list)
     tests_before: dict[str, int] | None = None
     tests_after: dict[str, int] | None = None
+    untouched: list[str] = field(default_factory=list)  # the files of `problems`, relative to the repository
     regressions: list[str] = field(default_factory=list)
     culprits: list[str] = field(default_factory=list)
     pushed_to: str | None = None
@@ -61,8 +62,8 @@ def _commit_message(result: RepoResult, verdict: str) -> str:
         except registry.SelectionError:
             name = ""
         lines.append(f"- {code} {name}: {count} rewrite(s)")
-    lines += ["", f"Verification: {verdict}", "", f"torch-migrate {__version__}"]
-    return "\n".join(lines)
+    lines += ["", f"Verification: {verdict}"]
+    return "\n".join(lines)  # git.commit_all adds the trailers that name the tool and its version
 
 
 def _counts(side) -> dict[str, int] | None:
@@ -103,11 +104,18 @@ def process_repo(entry: RepoEntry, settings: BatchSettings) -> RepoResult:
     workdir = Path(settings.workdir)
     clone = workdir / "repos" / entry.name
     report_dir = workdir / "reports" / entry.name
-    done = False
+    done = fresh = False  # fresh: the clone is this run's own, so an interruption may remove it
     try:
+        _check_source(entry)
+        _keep_user_work(clone)
+        fresh = True
         shutil.rmtree(clone, ignore_errors=True)
         clone.parent.mkdir(parents=True, exist_ok=True)
         git.clone(entry.source, clone)
+        # Before the (long) verification: who commits, and whether the branch may be replaced.
+        author = git.identity(Path(entry.source) if entry.is_path else clone)
+        target = _publish_target(entry, settings)
+        expected = _replaceable_branch(clone, entry, target)
         result.base = git.checkout_new_branch(clone, entry.branch, entry.ref)
         report, verdict, checked = _verify_and_apply(clone, entry, settings, result)
         if report is not None:
@@ -115,17 +123,24 @@ def process_repo(entry: RepoEntry, settings: BatchSettings) -> RepoResult:
             result.rewrites = dict(report.rewrites)
             result.findings = len(report.findings)
             # Paths relative to the repository: the clone's location is an accident of the work dir.
-            result.problems = [str(replace(p, path=os.path.relpath(p.path, clone))) for p in report.problems]
+            problems = [replace(p, path=os.path.relpath(p.path, clone)) for p in report.problems]
+            result.problems = [str(p) for p in problems]
+            result.untouched = list(dict.fromkeys(p.path for p in problems))
         if result.regressions or (checked is not None and checked.status == "regressions"):
             result.status = REGRESSIONS
             result.message = verdict + ("" if not settings.allow_regressions else "; committed anyway (--allow-regressions)")
         if result.status == REGRESSIONS and not settings.allow_regressions:
             pass  # nothing committed
         elif result.files_changed:
-            result.commit = git.commit_all(clone, _commit_message(result, verdict))
+            result.commit = git.commit_all(clone, _commit_message(result, verdict), author)
             result.status = result.status if result.status == REGRESSIONS else MIGRATED
             result.message = result.message or verdict
-            _publish(clone, entry, settings, result)
+            if target is not None:
+                try:
+                    git.push_branch(clone, target, entry.branch, expected)
+                except git.GitError as exc:
+                    raise git.GitError(f"{exc}; the migration is committed in {clone}") from None
+                result.pushed_to = entry.source
         else:
             result.status, result.message = UNCHANGED, "nothing to migrate"
         _write_reports(report_dir, result, clone, checked, report)
@@ -139,20 +154,72 @@ def process_repo(entry: RepoEntry, settings: BatchSettings) -> RepoResult:
         done = True
     finally:
         result.seconds = round(time.monotonic() - started, 2)
-        if not done:  # interrupted: leave nothing half-done behind
+        if fresh and not done:  # interrupted: leave nothing half-done behind
             shutil.rmtree(clone, ignore_errors=True)
     return result
 
 
-def _publish(clone: Path, entry: RepoEntry, settings: BatchSettings, result: RepoResult) -> None:
+def _check_source(entry: RepoEntry) -> None:
+    if not entry.is_path:
+        return
+    source = Path(entry.source)
+    if not source.exists():
+        raise RuntimeError(f"`path` {source} does not exist")
+    if not (source / ".git").exists():
+        raise RuntimeError(f"`path` {source} is not a git repository (no .git in it)")
+
+
+def _keep_user_work(clone: Path) -> None:
+    """The clone under the work dir is rebuilt on every run; refuse if the user worked in it since."""
+    if not (clone / ".git").exists():
+        return
+    if git.git(clone, "status", "--porcelain"):
+        raise RuntimeError(f"{clone} has uncommitted changes; commit or remove them (it is re-cloned on every run)")
+    # Commits on its local branches that are not in the source and that the tool did not make.
+    mine = git.user_commits(clone, "--branches", "--remotes", "--tags")
+    if mine:
+        raise RuntimeError(
+            f"{clone} has commit(s) torch-migrate did not make and the source does not have "
+            f"({git.describe(clone, mine)}); push or remove them (it is re-cloned on every run)"
+        )
+
+
+def _publish_target(entry: RepoEntry, settings: BatchSettings) -> str | None:
+    """Where the branch goes: back into a `path` repository, to a `url` one's origin with --push."""
     if entry.is_path:
         if git.checked_out_branch(entry.source) == entry.branch:
             raise RuntimeError(f"branch {entry.branch!r} is checked out in {entry.source}; not overwriting it")
-        git.push_branch(clone, entry.source, entry.branch)
-        result.pushed_to = entry.source
-    elif settings.push:
-        git.push_branch(clone, "origin", entry.branch)
-        result.pushed_to = entry.source
+        return entry.source
+    return "origin" if settings.push else None
+
+
+def _replaceable_branch(clone: Path, entry: RepoEntry, target: str | None) -> str | None:
+    """The tip of the branch that publishing will replace (None: there is none); refuses (RuntimeError)
+    when replacing it would lose a commit torch-migrate did not make.
+
+    The fresh clone's `origin/*` refs and tags are the target's branches and tags: a commit on the
+    branch that none of the others holds is lost by the replacement, and is only the tool's own
+    when its trailers say so (an earlier run's result, not amended since)."""
+    if target is None:
+        return None
+    tip = git.ref_sha(clone, f"refs/remotes/origin/{entry.branch}")
+    if tip is None:
+        return None
+    others = (
+        f"--exclude=refs/remotes/origin/{entry.branch}",
+        "--exclude=refs/remotes/origin/HEAD",  # a symbolic ref, maybe to the branch itself
+        "--glob=refs/remotes/origin/*",
+        "--tags",
+    )
+    foreign = git.user_commits(clone, tip, *others)
+    if foreign:
+        where = entry.source if entry.is_path else f"origin ({entry.source})"
+        raise RuntimeError(
+            f"branch {entry.branch!r} already exists in {where} with {len(foreign)} commit(s) torch-migrate did not make "
+            f"({git.describe(clone, foreign)}); not replacing it: merge or rename that branch, "
+            f"or give this repository another `branch` in the manifest"
+        )
+    return tip
 
 
 def _write_reports(report_dir: Path, result: RepoResult, clone: Path, checked, report) -> None:
