@@ -41,6 +41,7 @@ class Options:
     max_bytes: int = 2_000_000
     use_config: bool = True
     cache: bool = True  # the per-file result cache (engine/cache.py); False: --no-cache
+    fail_on_findings: bool = False  # open findings set exit bit 1 (by default only pending rewrites do)
 
 
 def transform_source(
@@ -115,7 +116,8 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
         options.ignore if options.ignore is not None else config.ignore,
         options.unsafe if options.unsafe is not None else config.unsafe,
     )
-    found = discover(paths, exclude=(*config.exclude, *options.exclude))
+    root = config.source.parent if config.source else None
+    found = discover(paths, exclude=(*config.exclude, *options.exclude), root=root)
     problems = [Problem(str(p), 0, f"cannot read: {why}") for p, why in found.unreadable]
     cache_dir = cache.default_dir(paths, config.source) if options.cache else None
     plan = Plan(
@@ -154,4 +156,5 @@ def migrate(
         on_start(len(files))
     results = run_files([(f, _display(f)) for f in files], plan, options.jobs, on_result)
     results.extend(FileResult(p.path, Status.ERROR, problem=p) for p in problems)
-    return Report(files=results, mode=options.mode, codes=tuple(s.code for s in plan.specs))
+    codes = tuple(s.code for s in plan.specs)
+    return Report(files=results, mode=options.mode, codes=codes, fail_on_findings=options.fail_on_findings)

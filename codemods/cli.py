@@ -7,6 +7,7 @@ Heavy modules (libcst, rich, the codemods) are imported inside the commands so t
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Callable
 
@@ -15,7 +16,8 @@ import click
 from codemods import __version__
 from codemods.doctor_cli import doctor
 
-FORMATS = ("text", "json", "sarif")
+FORMATS = ("text", "grouped", "json", "sarif")
+TEXT_FORMATS = ("text", "grouped")  # text: one `path:line:col: CODE [safety] message` line per finding
 
 
 def _codes(value: str | None) -> tuple[str, ...] | None:
@@ -102,10 +104,14 @@ def _progress(enabled: bool):
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--diff", "mode", flag_value="diff", help="Write nothing; print a unified diff.")
-@click.option("--check", "mode", flag_value="check", help="Write nothing; exit 1 if anything would change.")
+@click.option("--check", "mode", flag_value="check", help="Write nothing; exit 1 if a file would be rewritten.")
+@click.option("--fail-on-findings", is_flag=True, help="Exit 1 also when findings (cases left as they are) remain.")
 @selection_options
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: CPU count).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="text: one line per finding; grouped: findings under their file.")
+@click.option("--color", "color", type=click.Choice(("auto", "always", "never")), default="auto", show_default=True,
+              help="Colour the diff. auto: on a terminal, unless NO_COLOR is set; FORCE_COLOR turns it on.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report here.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip matching paths (repeatable).")
 @click.option("--no-config", is_flag=True, help="Ignore [tool.torch-migrate] in the target.")
@@ -113,15 +119,18 @@ def _progress(enabled: bool):
 @click.option("--verify", "verify_first", is_flag=True, help="Verify in copies first; write only if no test regresses.")
 @verify_options
 @click.option("--drop-culprits", is_flag=True, help="With --verify: on regressions, write the migration minus the culprit codemods.")
-def run(paths, mode, select, ignore, unsafe, jobs, fmt, output, exclude, no_config, no_cache, verify_first, drop_culprits, **verify_args) -> None:
+def run(paths, mode, fail_on_findings, select, ignore, unsafe, jobs, fmt, color, output, exclude, no_config, no_cache, verify_first, drop_culprits, **verify_args) -> None:
     """Migrate every Python file under PATHS (in place unless --diff/--check).
 
-    Exit code: 0 clean; 1 changes or findings remain (with --diff/--check), or, with --verify,
-    regressions; 2 a file could not be processed, or verification could not run (bit flags).
+    Exit code (bit flags): 0 clean; 1 a file would be rewritten (with --diff/--check), findings
+    remain (with --fail-on-findings), or, with --verify, regressions; 2 a file could not be
+    processed, or verification could not run. The last line of the report says which.
     """
     from codemods import api, registry
     from codemods.config import ConfigError
 
+    if verify_first and fail_on_findings:
+        raise click.UsageError("--fail-on-findings sets run's exit code; --verify's is its verdict")
     if verify_first:
         _run_verified(paths, mode, fmt, output, exclude, no_config, drop_culprits, select, ignore, unsafe, verify_args)
         return
@@ -137,38 +146,49 @@ def run(paths, mode, select, ignore, unsafe, jobs, fmt, output, exclude, no_conf
         jobs=jobs,
         use_config=not no_config,
         cache=not no_cache,
+        fail_on_findings=fail_on_findings,
     )
-    on_start, on_result, stop = _progress(fmt == "text" and sys.stderr.isatty() and output is None)
+    on_start, on_result, stop = _progress(fmt in TEXT_FORMATS and sys.stderr.isatty() and output is None)
     try:
         report = api.migrate(paths, options, on_start=on_start, on_result=on_result)
     except (ConfigError, registry.SelectionError) as exc:
         raise click.UsageError(str(exc)) from None  # exit 2
     finally:
         stop()
-    _emit(report, fmt, output)
+    _emit(report, fmt, output, color)
     sys.exit(report.exit_code)
 
 
-def _emit(report, fmt: str, output: str | None) -> None:
+def _colour(choice: str, output: str | None) -> bool:
+    """--color: always/never as told; auto: NO_COLOR wins, then FORCE_COLOR (the order CPython
+    gives them), else whether stdout is a terminal. A report file is coloured only when `always`."""
+    if choice != "auto" or output is not None:
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    return bool(os.environ.get("FORCE_COLOR")) or sys.stdout.isatty()
+
+
+def _emit(report, fmt: str, output: str | None, color: str = "auto") -> None:
     from codemods.report import sarif, text
 
+    colour = _colour(color, output)
     if fmt == "json":
         rendered = json.dumps(report.to_dict(), indent=2)
     elif fmt == "sarif":
         rendered = json.dumps(sarif.render(report), indent=2)
     else:
-        colour = output is None and sys.stdout.isatty()
         diff = text.render_diff(report, colour)
         if diff and output is None:
-            click.echo(diff, nl=False)
-        rendered = text.render(report)
+            click.echo(diff, nl=False, color=colour)  # click strips colour on a pipe unless told
+        rendered = text.render(report, grouped=fmt == "grouped")
         if output is not None and diff:
             rendered = diff + rendered
     if output is not None:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(rendered + "\n")
-        if fmt == "text":
-            click.echo(rendered.splitlines()[-1], err=True)
+        if fmt in TEXT_FORMATS:
+            click.echo("\n".join(rendered.splitlines()[-2:]), err=True)  # the counts and the exit reason
     else:
         click.echo(rendered)
 
@@ -184,7 +204,7 @@ def _run_verified(paths, mode, fmt, output, exclude, no_config, drop_culprits, s
         raise click.UsageError("--verify writes the verified migration; it cannot be combined with --diff/--check")
     if len(paths) != 1 or not Path(paths[0]).is_dir():
         raise click.UsageError("--verify takes one PATH: the project's folder")
-    if fmt == "sarif":
+    if fmt in ("sarif", "grouped"):
         raise click.UsageError("--verify reports as text or json")
     options = _verify_options(
         select, ignore, unsafe, exclude=tuple(exclude), use_config=not no_config, **verify_args

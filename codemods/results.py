@@ -25,7 +25,7 @@ class Finding:
     code: str
     path: str
     line: int
-    column: int
+    column: int  # from 0, as libcst counts; every report (text, JSON, SARIF) shows it from 1
     message: str
     safety: str
     suggestion: str | None = None
@@ -75,6 +75,7 @@ class Report:
     files: list[FileResult] = field(default_factory=list)
     mode: str = "write"  # write | diff | check
     codes: tuple[str, ...] = ()
+    fail_on_findings: bool = False  # open findings set exit bit 1 too (--fail-on-findings)
 
     @property
     def changed(self) -> list[FileResult]:
@@ -89,6 +90,11 @@ class Report:
         return [finding for f in self.files for finding in f.findings]
 
     @property
+    def open_findings(self) -> list[Finding]:
+        """Cases left as they are (not the review notes on rewrites made)."""
+        return [f for f in self.findings if f.kind == "finding"]
+
+    @property
     def rewrites(self) -> Counter[str]:
         total: Counter[str] = Counter()
         for f in self.files:
@@ -97,17 +103,19 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        """Bitmask: 1 changes/findings remain (diff/check), 2 a file could not be processed."""
+        """Bitmask: 1 a rewrite is pending (diff/check) or, with `fail_on_findings`, a finding is
+        open (any mode); 2 a file could not be processed."""
         code = 0
-        if self.mode != "write" and (self.changed or self.findings):
+        if (self.mode != "write" and self.changed) or (self.fail_on_findings and self.open_findings):
             code |= 1
         if self.problems:
             code |= 2
         return code
 
     def to_dict(self) -> dict:
+        """Schema version 2: lines and columns count from 1 (version 1 counted columns from 0)."""
         return {
-            "version": 1,
+            "version": 2,
             "mode": self.mode,
             "codemods": list(self.codes),
             "summary": {
@@ -123,7 +131,7 @@ class Report:
                     "path": f.path,
                     "status": f.status.value,
                     "rewrites": dict(sorted(f.rewrites.items())),
-                    "findings": [x.to_dict() for x in f.findings],
+                    "findings": [{**x.to_dict(), "column": x.column + 1} for x in f.findings],
                     "error": f.problem.to_dict() if f.problem else None,
                     "notes": list(f.notes),
                 }

@@ -64,6 +64,17 @@ def test_exclude_globs(tmp_path: Path) -> None:
     assert _rel(found, tmp_path) == ["a.py"]
 
 
+def test_exclude_applies_to_named_files_relative_to_the_config_folder(tmp_path: Path, monkeypatch) -> None:
+    files = {"a.py": LEGACY, "third_party/v.py": LEGACY, "gen/x_pb2.py": LEGACY, "src/gen/y_pb2.py": LEGACY}
+    _tree(tmp_path, {"pyproject.toml": '[tool.torch-migrate]\nexclude = ["third_party", "gen/*_pb2.py"]\n', **files})
+    monkeypatch.chdir(tmp_path / "src")  # patterns are the config's, not the working directory's
+    named = [str(tmp_path / rel) for rel in files]
+    report = migrate(named, Options(mode="check"))
+    assert sorted(Path(f.path).resolve().relative_to(tmp_path).as_posix() for f in report.changed) == ["a.py", "src/gen/y_pb2.py"]
+    report = migrate(named, Options(mode="check", exclude=("a.py",)))  # and --exclude too
+    assert [Path(f.path).name for f in report.changed] == ["y_pb2.py"]
+
+
 def test_missing_path_is_reported(tmp_path: Path) -> None:
     report = migrate([str(tmp_path / "nope")], Options(use_config=False))
     assert report.exit_code == 2 and "no such file" in report.problems[0].reason

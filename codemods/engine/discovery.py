@@ -75,10 +75,31 @@ def _walk(directory: Path, found: Discovered) -> Iterable[Path]:
             yield here / name
 
 
+def _named_rel(path: Path, root: Path | None) -> str:
+    """A named file's path as `exclude` patterns are written: relative to the config's folder
+    (else the working directory) when inside it, else as given."""
+    absolute = Path(os.path.abspath(path))  # not resolve(): a link is excluded by the name it was given
+    for base in (root, Path.cwd()):
+        if base is not None:
+            try:
+                return absolute.relative_to(os.path.abspath(base)).as_posix()
+            except ValueError:
+                continue
+    return path.as_posix()
+
+
 def discover(
-    paths: Sequence[Path], exclude: Sequence[str] = (), suffixes: Sequence[str] = SUFFIXES
+    paths: Sequence[Path],
+    exclude: Sequence[str] = (),
+    suffixes: Sequence[str] = SUFFIXES,
+    root: Path | None = None,
 ) -> Discovered:
-    """Files to migrate, sorted and de-duplicated. Explicitly named files are always included."""
+    """Files to migrate, sorted and de-duplicated.
+
+    `exclude` applies to named files too (ruff's and black's `--force-exclude`, always on):
+    pre-commit and editors name every file they want checked, excluded ones included. Patterns
+    for named files are matched relative to `root` (the config's folder) or the working directory.
+    """
     found = Discovered()
     seen: set[Path] = set()
 
@@ -104,7 +125,7 @@ def discover(
             found.unreadable.append((given, "no such file or directory"))
             continue
         if not given.is_dir():
-            if given.name.endswith(tuple(suffixes)):
+            if given.name.endswith(tuple(suffixes)) and not _excluded(_named_rel(given, root), exclude):
                 add(given, given.resolve().parent)
             continue
         root = given.resolve()

@@ -102,7 +102,8 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
         return result
     if source is None:  # a cache hit: only the (cheap) decoding is redone, to diff or write
         source = decode(data)
-    diff = unified_diff(source.text, outcome.code, display) if plan.mode == "diff" else None
+    # --check keeps the diff too: reports locate pending rewrites by its hunks (SARIF regions).
+    diff = unified_diff(source.text, outcome.code, display) if plan.mode != "write" else None
     if plan.mode == "write":
         failed = _write(path, source, outcome.code, display, outcome.findings)
         if failed is not None:
@@ -156,7 +157,7 @@ def _notebook(path: Path, display: str, data: bytes, specs: tuple[Spec, ...], pl
         status = Status.UNCHANGED if result.parsed else Status.SKIPPED
         return FileResult(display, status, findings=result.findings)
     diff = None
-    if plan.mode == "diff":
+    if plan.mode != "write":
         diff = "".join(
             unified_diff(old, new, f"{display} [cell {index}]")
             for index, old, new in zip(notebook.changed_cells, notebook.cells_before, notebook.cells_after)
