@@ -76,6 +76,9 @@ def test_check_lists_the_files_that_would_change_and_why_it_fails(repo: Path) ->
         "1 open finding(s) fail only with --fail-on-findings"
     )
     assert result.exit_code == 3
+    written = invoke("run", str(repo), "--check", "--output", str(repo / "report.txt"))
+    assert written.stderr.splitlines() == lines[-2:]  # the report went to the file; its verdict to stderr
+    assert (repo / "report.txt").read_text().splitlines()[-1] == lines[-1]
 
 
 def test_findings_print_one_grep_friendly_line_each_and_grouped_on_request(repo: Path) -> None:
