@@ -17,6 +17,7 @@ from codemods.config import Config, find_config
 from codemods.engine import cache, pipeline
 from codemods.engine.cache import Cache
 from codemods.engine.discovery import discover
+from codemods.engine.interrupt import Interrupted  # noqa: F401 - raised by migrate()
 from codemods.engine.runner import Plan, in_processes, run_files
 from codemods.engine.source import SourceError, decode
 from codemods.helpers.codemod import FileContext
@@ -111,11 +112,7 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
     if options.mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {options.mode!r}")
     config = _config(paths, options)
-    specs = registry.select(
-        options.select if options.select is not None else config.select,
-        options.ignore if options.ignore is not None else config.ignore,
-        options.unsafe if options.unsafe is not None else config.unsafe,
-    )
+    specs = registry.select(*_selection(options, config))
     root = config.source.parent if config.source else None
     found = discover(paths, exclude=(*config.exclude, *options.exclude), root=root)
     problems = [Problem(str(p), 0, f"cannot read: {why}") for p, why in found.unreadable]
@@ -131,6 +128,28 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
         cache_dir=str(cache_dir) if cache_dir is not None else None,
     )
     return plan, config, found.files, problems
+
+
+def _selection(options: Options, config: Config) -> tuple[tuple[str, ...] | None, tuple[str, ...], bool]:
+    """(select, ignore, unsafe): each option as given, else the config's."""
+    return (
+        options.select if options.select is not None else config.select,
+        options.ignore if options.ignore is not None else config.ignore,
+        options.unsafe if options.unsafe is not None else config.unsafe,
+    )
+
+
+def _warnings(paths: Sequence[Path], options: Options, config: Config, files: list[Path], problems: list[Problem]):
+    """What a run should tell its user although nothing failed: it may have done nothing."""
+    out = [
+        f"{spec.code} ({spec.name}) is selected but unsafe, so it did not run: it needs --unsafe"
+        " (or `unsafe = true` in the config)"
+        for spec in registry.held_back(*_selection(options, config))
+    ]
+    if not files and not problems:
+        where = ", ".join(str(p) for p in paths)
+        out.append(f"no Python files (.py, .ipynb) found in {where}")
+    return tuple(out)
 
 
 def _display(path: Path) -> str:
@@ -149,12 +168,19 @@ def migrate(
     on_start: Callable[[int], None] | None = None,
     on_result: Callable[[FileResult], None] | None = None,
 ) -> Report:
-    """Migrate every file under `paths` (write, or only diff/check) and return the report."""
+    """Migrate every file under `paths` (write, or only diff/check) and return the report.
+
+    Ctrl-C raises `Interrupted` (a KeyboardInterrupt) once the files in progress are done; its
+    `results` name every file finished, so exactly the rewritten ones can be listed.
+    """
     options = options or Options()
-    plan, _, files, problems = plan_for([Path(p) for p in paths], options)
+    plan, config, files, problems = plan_for([Path(p) for p in paths], options)
+    warnings = _warnings([Path(p) for p in paths], options, config, files, problems)
     if on_start is not None:
         on_start(len(files))
     results = run_files([(f, _display(f)) for f in files], plan, options.jobs, on_result)
     results.extend(FileResult(p.path, Status.ERROR, problem=p) for p in problems)
     codes = tuple(s.code for s in plan.specs)
-    return Report(files=results, mode=options.mode, codes=codes, fail_on_findings=options.fail_on_findings)
+    return Report(
+        files=results, mode=options.mode, codes=codes, fail_on_findings=options.fail_on_findings, warnings=warnings
+    )

@@ -72,6 +72,32 @@ def _events(enabled: bool):
     return lambda message: click.echo(f"… {message}", err=True)
 
 
+def _output_folder_exists(ctx, param, value: str | None) -> str | None:
+    """--output must go into a folder that exists: checked before any file is migrated."""
+    if value is not None:
+        from pathlib import Path
+
+        folder = Path(value).parent
+        if not folder.is_dir():
+            raise click.BadParameter(f"cannot write {value}: folder {folder} does not exist", ctx, param)
+    return value
+
+
+def _interrupted(exc: KeyboardInterrupt, mode: str) -> None:
+    """Ctrl-C: say which files were rewritten (each other file is as it was), exit 130."""
+    results = getattr(exc, "results", None)  # api.Interrupted: the files finished before it stopped
+    if mode != "write":
+        click.echo("interrupted; nothing was written", err=True)
+    elif results is None:
+        click.echo("interrupted; every file is either as it was or fully migrated", err=True)
+    else:
+        changed = [r.path for r in results if r.changed]
+        click.echo(f"interrupted: {len(changed)} file(s) already rewritten; every other file is as it was", err=True)
+        for path in changed:
+            click.echo(f"  {path}", err=True)
+    sys.exit(130)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="torch-migrate")
 def main() -> None:
@@ -112,7 +138,8 @@ def _progress(enabled: bool):
               help="text: one line per finding; grouped: findings under their file.")
 @click.option("--color", "color", type=click.Choice(("auto", "always", "never")), default="auto", show_default=True,
               help="Colour the diff. auto: on a terminal, unless NO_COLOR is set; FORCE_COLOR turns it on.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report here.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), callback=_output_folder_exists,
+              help="Write the report here.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip matching paths (repeatable).")
 @click.option("--no-config", is_flag=True, help="Ignore [tool.torch-migrate] in the target.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the per-file result cache.")
@@ -153,8 +180,13 @@ def run(paths, mode, fail_on_findings, select, ignore, unsafe, jobs, fmt, color,
         report = api.migrate(paths, options, on_start=on_start, on_result=on_result)
     except (ConfigError, registry.SelectionError) as exc:
         raise click.UsageError(str(exc)) from None  # exit 2
+    except KeyboardInterrupt as exc:
+        stop()
+        _interrupted(exc, options.mode)
     finally:
         stop()
+    for warning in report.warnings:
+        click.echo(f"warning: {warning}", err=True)
     _emit(report, fmt, output, color)
     sys.exit(report.exit_code)
 
@@ -237,7 +269,8 @@ def _run_verified(paths, mode, fmt, output, exclude, no_config, drop_culprits, s
 @click.option("--rtol", type=click.FloatRange(min=0), default=1e-5, show_default=True, help="Probe: relative tolerance.")
 @click.option("--atol", type=click.FloatRange(min=0), default=1e-8, show_default=True, help="Probe: absolute tolerance.")
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True)
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write the report here.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), callback=_output_folder_exists,
+              help="Write the report here.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip matching paths (repeatable).")
 @click.option("--no-config", is_flag=True, help="Ignore [tool.torch-migrate] in the target.")
 @click.option("--no-culprits", is_flag=True, help="Do not search for the codemods behind regressions.")
@@ -325,7 +358,7 @@ def list_(fmt: str) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     for spec in all_specs():
-        click.echo(f"{spec.code}  {spec.name:<26} {spec.kind:<7} {spec.summary}")
+        click.echo(f"{spec.code}  {spec.name:<26} {spec.kind:<13} {spec.summary}")
 
 
 @main.command()

@@ -38,15 +38,36 @@ def _codes(value: object, where: str) -> tuple[str, ...]:
     raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
 
 
-def _bool(value: object, where: str) -> bool:
+def _bool(value: object, where: str, typed: bool) -> bool:
+    """A boolean; from setup.cfg (`typed` False: every value is a string) also its spellings."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lower() in {"true", "false", "1", "0", "yes", "no"}:
+    if not typed and isinstance(value, str) and value.strip().lower() in {"true", "false", "1", "0", "yes", "no"}:
         return value.strip().lower() in {"true", "1", "yes"}
     raise ConfigError(f"{where}: expected true or false, got {value!r}")
 
 
-def _parse(raw: dict, source: Path) -> Config:
+def _known(codes: tuple[str, ...], where: str) -> tuple[str, ...]:
+    """`codes` if each names a codemod (a code, a prefix, a name or ALL), else a ConfigError."""
+    from codemods import registry  # the registry is only needed once a config is read
+
+    try:
+        registry.select(codes, unsafe=True)
+    except registry.SelectionError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    return codes
+
+
+def _expanded(codes: tuple[str, ...], where: str) -> tuple[str, ...]:
+    """The exact codes that `codes` (codes, prefixes, names, any case) stand for."""
+    from codemods import registry
+
+    if not codes:  # select() reads "nothing given" as everything
+        return ()
+    return tuple(s.code for s in registry.select(_known(codes, where), unsafe=True))
+
+
+def _parse(raw: dict, source: Path, typed: bool) -> Config:
     where = f"{source}"
     unknown = sorted(set(raw) - set(KEYS) - {k.replace("-", "_") for k in KEYS})
     if unknown:
@@ -63,18 +84,24 @@ def _parse(raw: dict, source: Path) -> Config:
     device = get("device-name") or "device"
     if not isinstance(device, str) or not device.isidentifier():
         raise ConfigError(f"{where}: device-name must be a Python identifier, got {device!r}")
-    select = get("select")
+    select, unsafe = get("select"), get("unsafe")
     return Config(
         source=source,
-        select=_codes(select, f"{where}: select") if select is not None else None,
-        ignore=_codes(get("ignore") or [], f"{where}: ignore"),
-        unsafe=_bool(get("unsafe") or False, f"{where}: unsafe"),
+        select=_known(_codes(select, f"{where}: select"), f"{where}: select") if select is not None else None,
+        ignore=_known(_codes(get("ignore") or [], f"{where}: ignore"), f"{where}: ignore"),
+        unsafe=_bool(unsafe, f"{where}: unsafe", typed) if unsafe is not None else False,
         exclude=_codes(get("exclude") or [], f"{where}: exclude"),
         device_name=device,
-        per_file_ignores=tuple(
-            (glob, _codes(codes, f"{where}: per-file-ignores[{glob!r}]")) for glob, codes in per_file.items()
-        ),
+        per_file_ignores=tuple(_per_file(per_file, where)),
     )
+
+
+def _per_file(table: dict, where: str):
+    """(glob, exact codes) pairs: codes are checked and spelled out like `select`'s, so a
+    lower-case code or a name ignores what it says and an unknown one is an error."""
+    for glob, codes in table.items():
+        label = f"{where}: per-file-ignores[{glob!r}]"
+        yield glob, _expanded(_codes(codes, label), label)
 
 
 def _from_pyproject(path: Path) -> Config | None:
@@ -89,7 +116,7 @@ def _from_pyproject(path: Path) -> Config | None:
         return None
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [tool.torch-migrate] must be a table")
-    return _parse(section, path)
+    return _parse(section, path, typed=True)
 
 
 def _from_setup_cfg(path: Path) -> Config | None:
@@ -100,7 +127,7 @@ def _from_setup_cfg(path: Path) -> Config | None:
         raise ConfigError(f"{path}: cannot parse: {exc}") from None
     if not parser.has_section("torch-migrate"):
         return None
-    return _parse(dict(parser.items("torch-migrate")), path)
+    return _parse(dict(parser.items("torch-migrate")), path, typed=False)
 
 
 def find_config(start: Path) -> Config:

@@ -40,6 +40,9 @@ class Safety(str, enum.Enum):
     UNSAFE = "unsafe"  # only with --unsafe
 
 
+FINDINGS_ONLY = "findings-only"
+
+
 @dataclass(frozen=True)
 class Spec:
     code: str
@@ -68,9 +71,10 @@ class Spec:
 
     @property
     def kind(self) -> str:
-        """What `list` shows: the safety of a codemod, or "finding" for a TM9xx check (by policy,
-        TM9xx codes rewrite nothing)."""
-        return "finding" if self.code.startswith("TM9") else self.safety.value
+        """The label `list`, `run` and every report show: the safety of a codemod, or
+        "findings-only" for a TM9xx check (by policy, TM9xx codes rewrite nothing; their
+        findings carry the same label, from the codemod's SAFETY)."""
+        return FINDINGS_ONLY if self.code.startswith("TM9") else self.safety.value
 
     def fires_on(self, text: str) -> bool:
         return any(t.search(text) for t in self.trigger)
@@ -191,3 +195,16 @@ def select(
         for s in all_specs()
         if s.code in chosen and s.code not in dropped and (unsafe or s.safety is not Safety.UNSAFE)
     )
+
+
+def held_back(
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    unsafe: bool = False,
+) -> tuple[Spec, ...]:
+    """The unsafe specs an explicit `select` asks for that `select()` leaves out for want of
+    `unsafe=True`: a selection that silently ran nothing would read as "nothing to do"."""
+    if unsafe or not select:
+        return ()
+    asked = _matching(select) - (_matching(ignore) if ignore else set())
+    return tuple(s for s in all_specs() if s.code in asked and s.safety is Safety.UNSAFE)

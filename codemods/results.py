@@ -76,6 +76,7 @@ class Report:
     mode: str = "write"  # write | diff | check
     codes: tuple[str, ...] = ()
     fail_on_findings: bool = False  # open findings set exit bit 1 too (--fail-on-findings)
+    warnings: tuple[str, ...] = ()  # e.g. a selected unsafe codemod that did not run; no Python files
 
     @property
     def changed(self) -> list[FileResult]:

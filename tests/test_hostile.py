@@ -200,7 +200,8 @@ def test_hostile_inputs(hostile_tree) -> None:
     # The specials.
     huge = by_path[(root / "huge_generated.py").resolve()]
     assert huge.status is Status.ERROR and "limit" in huge.problem.reason
-    assert (root / "read_only.py").exists() and _compiles(root / "read_only.py")
+    read_only = by_path[(root / "read_only.py").resolve()]
+    assert read_only.status is Status.ERROR and read_only.problem.reason == "read-only; left untouched"
     assert stat.S_IMODE((root / "read_only.py").stat().st_mode) == 0o444  # mode kept
     inside = by_path[(root / "ro_dir" / "inside.py").resolve()]
     assert inside.status in (Status.CHANGED, Status.ERROR)  # ERROR ("cannot write") unless running as root

@@ -33,14 +33,15 @@ def test_notebook_cells_are_migrated_and_everything_else_kept(tmp_path: Path) ->
     target = tmp_path / "train.ipynb"
     before = _notebook(target)
     report = migrate([str(tmp_path)], Options(use_config=False))
-    assert report.rewrites == {"TM001": 1} and not report.problems
+    assert report.rewrites == {"TM001": 2} and not report.problems
     after = json.loads(target.read_text())
     assert after["cells"][2]["source"] == 'criterion = nn.MSELoss(reduction="sum")\nnn.L1Loss?\nfiles = !ls\ncriterion'
-    for index in (0, 1, 3, 4):  # markdown, magics, a %%cell magic, outputs: all exactly as before
+    assert after["cells"][3]["source"] == '%%time\nx = nn.MSELoss(reduction="sum")'  # a %%time body is Python
+    for index in (0, 1, 4):  # markdown, magics, outputs: all exactly as before
         assert after["cells"][index] == before["cells"][index]
     assert after["metadata"] == before["metadata"]
     expected = dict(before)
-    expected["cells"] = [*before["cells"][:2], after["cells"][2], *before["cells"][3:]]
+    expected["cells"] = [*before["cells"][:2], after["cells"][2], after["cells"][3], before["cells"][4]]
     assert target.read_text() == json.dumps(expected, indent=1, ensure_ascii=False) + "\n"
     assert migrate([str(tmp_path)], Options(use_config=False, mode="check")).exit_code == 0
 
@@ -59,7 +60,7 @@ def test_diff_hunks_are_labelled_by_cell(tmp_path: Path) -> None:
     _notebook(tmp_path / "train.ipynb", indent=2)
     report = migrate([str(tmp_path)], Options(use_config=False, mode="diff"))
     diff = report.changed[0].diff
-    assert "--- a/" in diff and "train.ipynb [cell 2]" in diff
+    assert "--- a/" in diff and "train.ipynb [cell 3]" in diff  # counted from 1, as Jupyter shows cells
     assert '+criterion = nn.MSELoss(reduction="sum")' in diff
 
 
@@ -68,7 +69,7 @@ def test_findings_point_at_the_cell(tmp_path: Path) -> None:
     nb.cells = [nbformat.v4.new_code_cell("import torch.nn as nn"), nbformat.v4.new_code_cell("x = 1\nc = nn.L1Loss(size_average=flag)")]
     (tmp_path / "a.ipynb").write_text(json.dumps(nb, indent=1))
     (finding,) = migrate([str(tmp_path)], Options(use_config=False)).findings
-    assert finding.line == 2 and finding.message.startswith("cell 1:")
+    assert finding.line == 2 and finding.message.startswith("cell 2:")
 
 
 def test_broken_notebook_json_is_reported(tmp_path: Path) -> None:

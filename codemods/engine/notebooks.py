@@ -1,10 +1,12 @@
 """Jupyter notebooks through the same pipeline: code cells migrated as one module.
 
 The code cells are joined into one module, so a `device` or an import is defined once, in the
-first cell that needs it. IPython syntax that is not Python (`%magic`, `!shell`, `obj?`,
-`%%cell magics`) is masked before parsing and restored afterwards, byte for byte. Only changed
-cells' `source` values change: the notebook is re-serialised only when its unchanged form
-round-trips exactly (same indent, key order, escaping), so outputs and metadata stay as they are.
+first cell that needs it. IPython syntax that is not Python (`%magic`, `!shell`, `obj?`, the
+line of a `%%time`-like cell magic) is masked before parsing and restored afterwards, byte for
+byte. A cell whose body is not Python run in the kernel (`%%bash`, `%%writefile`) is left as
+it is, with a finding when a codemod would have applied to it. Cells are numbered from 1.
+Only changed cells' `source` values change: the notebook is re-serialised only when its unchanged
+form round-trips exactly (same indent, key order, escaping), so outputs and metadata stay as they are.
 """
 
 from __future__ import annotations
@@ -23,6 +25,20 @@ from codemods.results import Finding, Problem
 _MAGIC = re.compile(r"^\s*(?:[%!?]|[\w.]+\?\??\s*$|[\w.,\s]+=\s*[%!]\w)")
 _CELL = "__tm_cell__({})"
 _MARK = "#__tm_magic__{}"
+_MARKED_LINE = re.compile(r"^[ \t]*#__tm_magic__\d+.*\n?", re.MULTILINE)
+# Cell magics whose body IPython runs as Python in the notebook's own namespace.
+_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "memit"})
+
+
+def cell_label(index: int) -> str:
+    """How messages name the cell at `index` of a notebook's cells: from 1, as Jupyter shows them."""
+    return f"cell {index + 1}"
+
+
+def _cell_magic(cell: str) -> str | None:
+    """The cell magic a cell starts with (`time` for `%%time -n 3`), else None."""
+    match = re.match(r"%%(\S*)", cell.lstrip())
+    return match.group(1) if match else None
 
 
 @dataclass(frozen=True)
@@ -57,8 +73,10 @@ def _dump(notebook: dict, indent: int | None, trailing_newline: bool) -> str:
 
 
 def _mask(cell: str, magics: list[str]) -> str | None:
-    """The cell with IPython-only lines replaced by unique comments; None for a `%%` cell."""
-    if cell.lstrip().startswith("%%"):
+    """The cell with IPython-only lines replaced by unique comments; None for a cell whose body
+    is not Python (a `%%bash` cell); a `%%time` cell's magic line is masked like a line magic."""
+    magic = _cell_magic(cell)
+    if magic is not None and magic not in _PYTHON_CELL_MAGICS:
         return None
     lines = []
     for line in cell.splitlines(keepends=True):
@@ -71,6 +89,28 @@ def _mask(cell: str, magics: list[str]) -> str | None:
         else:
             lines.append(line)
     return "".join(lines)
+
+
+def _magic_first(text: str) -> str:
+    """A cell magic's line stays its cell's first: what a codemod inserted at the top of the cell
+    (an import, `device = ...`) goes into the body the magic runs."""
+    match = _MARKED_LINE.search(text)
+    if match is None or not text[: match.start()].strip():
+        return text
+    line = match.group(0) if match.group(0).endswith("\n") else match.group(0) + "\n"
+    return line + text[: match.start()] + text[match.end() :]
+
+
+def _not_python(index: int, cell: str, specs: Sequence[Spec], file: FileContext) -> Finding | None:
+    """A finding for a cell left alone because its body is not Python, if a codemod would apply."""
+    spec = next((s for s in specs if s.fires_on(cell)), None)
+    if spec is None:
+        return None
+    message = (
+        f"{cell_label(index)}: not migrated: a `%%{_cell_magic(cell)}` cell is not run as Python in the"
+        f" notebook, and {spec.code} ({spec.name}) may apply to it"
+    )
+    return Finding(spec.code, file.path, 1, 0, message, spec.kind, "migrate this cell by hand")
 
 
 def _unmask(text: str, magics: list[str]) -> str:
@@ -91,11 +131,12 @@ def transform_notebook(text: str, specs: Sequence[Spec], file: FileContext) -> N
     joinable = [i for i in code_cells if masked[i] is not None]
     module = "".join(f"{_CELL.format(i)}\n{masked[i]}" + ("" if masked[i].endswith("\n") or not masked[i] else "\n") for i in joinable)
     result = transform_source(module, specs, file)
-    findings = tuple(_locate(f, module, joinable) for f in result.findings)
+    left_alone = (_not_python(i, _source(cells[i]), specs, file) for i in code_cells if masked[i] is None)
+    findings = (*(f for f in left_alone if f is not None), *(_locate(f, module, joinable) for f in result.findings))
     if result.problem is not None:
         problem = result.problem
         located = _locate_line(problem.line, module, joinable)
-        reason = f"cell {located[0]}: {problem.reason}" if located else problem.reason
+        reason = f"{cell_label(located[0])}: {problem.reason}" if located else problem.reason
         return replace(unchanged, result=replace(result, code=text, findings=findings, problem=replace(problem, line=located[1] if located else 0, reason=reason)))
     if not result.changed:
         return replace(unchanged, result=replace(result, code=text, findings=findings))
@@ -108,6 +149,9 @@ def transform_notebook(text: str, specs: Sequence[Spec], file: FileContext) -> N
         return replace(unchanged, result=Result(code=text, problem=Problem(file.path, 0, reason)))
     if head.strip():  # something was inserted before the first cell (an import): it joins that cell
         new_sources[joinable[0]] = head + new_sources[joinable[0]]
+    for i in joinable:
+        if _cell_magic(_source(cells[i])) is not None:
+            new_sources[i] = _magic_first(new_sources[i])
 
     indent, trailing = _indent(text), text.endswith("\n")
     if _dump(json.loads(text), indent, trailing) != text:
@@ -145,4 +189,4 @@ def _locate(finding: Finding, module: str, joinable: list[int]) -> Finding:
     located = _locate_line(finding.line, module, joinable)
     if located is None:
         return finding
-    return replace(finding, line=located[1], message=f"cell {located[0]}: {finding.message}")
+    return replace(finding, line=located[1], message=f"{cell_label(located[0])}: {finding.message}")

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence, TypeVar
 
 from codemods.engine.cache import Cache, Outcome
-from codemods.engine.notebooks import transform_notebook
+from codemods.engine.interrupt import Interrupted, StopFlag, deferred_interrupt, ignore_sigint
+from codemods.engine.notebooks import cell_label, transform_notebook
 from codemods.engine.pipeline import transform_source
 from codemods.engine.source import Decoded, SourceError, decode
-from codemods.engine.writer import write_atomic
 from codemods.helpers.codemod import FileContext
+from codemods.engine.writer import ReadOnly, write_atomic
 from codemods.helpers.facts import RepoFacts
 from codemods.registry import Spec
 from codemods.results import FileResult, Problem, Status
@@ -115,6 +116,9 @@ def _write(path: Path, source: Decoded, code: str, display: str, findings) -> Fi
     """Write the migrated text in the file's own encoding; a `FileResult` only when that fails."""
     try:
         write_atomic(path, source.encode(code))
+    except ReadOnly:
+        problem = Problem(display, 0, "read-only; left untouched")
+        return FileResult(display, Status.ERROR, findings=findings, problem=problem)
     except (OSError, UnicodeEncodeError) as exc:
         reason = f"cannot write: {getattr(exc, 'strerror', None) or exc}; left untouched"
         return FileResult(display, Status.ERROR, findings=findings, problem=Problem(display, 0, reason))
@@ -159,7 +163,7 @@ def _notebook(path: Path, display: str, data: bytes, specs: tuple[Spec, ...], pl
     diff = None
     if plan.mode != "write":
         diff = "".join(
-            unified_diff(old, new, f"{display} [cell {index}]")
+            unified_diff(old, new, f"{display} [{cell_label(index)}]")
             for index, old, new in zip(notebook.changed_cells, notebook.cells_before, notebook.cells_after)
         )
     if plan.mode == "write":
@@ -186,21 +190,37 @@ def run_files(
     jobs: int | None = None,
     on_result: Callable[[FileResult], None] | None = None,
 ) -> list[FileResult]:
-    """Process `(path, display)` pairs; results come back in input order whatever `jobs` is."""
+    """Process `(path, display)` pairs; results come back in input order whatever `jobs` is.
+
+    Ctrl-C stops the run once the files in progress are done, and raises `Interrupted` with the
+    results of every file finished (so the caller can name exactly the files rewritten).
+    """
     jobs = jobs or os.cpu_count() or 1
     work = [(path, display, plan) for path, display in files]
-    # Cache hits are answered here (reading and hashing is cheap); only misses go to the
-    # pipeline, so a warm run starts no worker processes at all.
-    known = [_lookup(job) for job in work] if plan.cache_dir else [None] * len(work)
-    computed = _results([job for job, hit in zip(work, known) if hit is None], jobs)
-    results: list[FileResult] = []
-    for hit in known:
-        result = hit if hit is not None else next(computed)
-        results.append(result)
+    done: dict[int, FileResult] = {}
+
+    def finished(index: int, result: FileResult) -> None:
+        done[index] = result
         if on_result is not None:
             on_result(result)
-    for _ in computed:  # nothing is left; this closes the pool
-        raise AssertionError("more results than files")
+
+    with deferred_interrupt() as stop:
+        # Cache hits are answered here (reading and hashing is cheap); only misses go to the
+        # pipeline, so a warm run starts no worker processes at all.
+        for index, job in enumerate(work if plan.cache_dir else ()):
+            if stop.requested:
+                break
+            hit = _lookup(job)
+            if hit is not None:
+                finished(index, hit)
+        misses = [] if stop.requested else [(i, job) for i, job in enumerate(work) if i not in done]
+        for index, result in _results(misses, jobs, stop):
+            finished(index, result)
+    results = [done[i] for i in sorted(done)]
+    if stop.requested:
+        raise Interrupted(results)
+    if len(results) != len(work):
+        raise AssertionError("fewer results than files")
     return results
 
 
@@ -212,23 +232,77 @@ def _lookup(job: tuple[Path, str, Plan]) -> FileResult | None:
         return None
 
 
-def _results(work: list, jobs: int) -> Iterator[FileResult]:
+# In a pool worker: set by the main process after Ctrl-C, so that a chunk stops between files.
+_halt = None
+
+
+def _start_worker(halt) -> None:
+    global _halt
+    ignore_sigint()
+    _halt = halt
+
+
+def _process_chunk(jobs: list[tuple[Path, str, Plan]]) -> list[FileResult]:
+    """The results of `jobs`' first files, in order: all of them unless the run was halted."""
+    results = []
+    for job in jobs:
+        if _halt is not None and _halt.is_set():
+            break
+        results.append(_process(job))
+    return results
+
+
+def _results(work: list[tuple[int, tuple]], jobs: int, stop: StopFlag) -> Iterator[tuple[int, FileResult]]:
+    """(index, result) for each `(index, job)`, in order; after a stop request, only those of
+    the files already done or in progress (a worker stops after the file it is on)."""
     if jobs <= 1 or len(work) < _POOL_THRESHOLD:
-        yield from map(_process, work)
+        for index, job in work:
+            if stop.requested:
+                return
+            yield index, _process(job)
         return
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    chunk = max(1, min(16, len(work) // (jobs * 4)))
-    done = 0
+    size = max(1, min(16, len(work) // (jobs * 4)))
+    chunks = [work[i : i + size] for i in range(0, len(work), size)]
+    context = multiprocessing.get_context(method)
+    halt = context.Event()
+    stop.when_requested(halt.set)  # at once: the main process may be waiting on a whole chunk
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_worker, initargs=(halt,))
     try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
-            for result in pool.map(_process, work, chunksize=chunk):
-                done += 1
-                yield result
-    except BrokenProcessPool:
-        # A worker died (a native crash in the parser on some input). Finish the rest one file
-        # per process: the file that kills its process is reported, every other file migrates.
-        for job in work[done:]:
-            yield _isolated(job, method)
+        futures = [pool.submit(_process_chunk, [job for _, job in chunk]) for chunk in chunks]
+        for position, (chunk, future) in enumerate(zip(chunks, futures)):
+            if stop.requested:
+                yield from _in_progress(chunks[position:], futures[position:])
+                return
+            try:
+                results = future.result()
+            except BrokenProcessPool:
+                # A worker died (a native crash in the parser on some input). Finish the rest one
+                # file per process: the file that kills its process is reported, every other
+                # file migrates.
+                for index, job in (pair for rest in chunks[position:] for pair in rest):
+                    if stop.requested:
+                        return
+                    yield index, _isolated(job, method)
+                return
+            yield from zip((index for index, _ in chunk), results)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _in_progress(chunks: list[list], futures: list) -> Iterator[tuple[int, FileResult]]:
+    """After a stop request: cancel the chunks no worker has started; collect what the others
+    finished (each stops after its file in progress; `zip` pairs those results with their files)."""
+    for future in futures:
+        future.cancel()
+    for chunk, future in zip(chunks, futures):
+        if future.cancelled():
+            continue
+        try:
+            results = future.result()
+        except BrokenProcessPool:  # what that worker wrote before dying cannot be known
+            continue
+        yield from zip((index for index, _ in chunk), results)
 
 
 def in_processes(function: Callable[[T], R], items: Sequence[T], jobs: int | None = None) -> Iterator[R]:
@@ -247,7 +321,8 @@ def in_processes(function: Callable[[T], R], items: Sequence[T], jobs: int | Non
 
 def _isolated(job: tuple[Path, str, Plan], method: str) -> FileResult:
     try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context(method)) as pool:
+        context = multiprocessing.get_context(method)
+        with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=ignore_sigint) as pool:
             return pool.submit(_process, job).result()
     except BrokenProcessPool:
         display = job[1]

@@ -8,20 +8,38 @@ import tempfile
 from pathlib import Path
 
 
+class ReadOnly(OSError):
+    """The file is marked read-only; the rename that makes writes atomic would not have asked."""
+
+
+def read_only(path: Path) -> bool:
+    """Whether `path` is one its owner has marked read-only, or this user may not open for writing.
+
+    The mode bits decide even for root (for whom `os.access` always says yes): `chmod 444` means
+    "do not change this file", and a rename would otherwise replace it without asking.
+    """
+    return not stat.S_IMODE(path.stat().st_mode) & 0o222 or not os.access(path, os.W_OK)
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace `path`'s content with `data` via a temp file in the same directory and a rename.
 
-    A symlink is followed, so the link stays a link and its target gets the new content.
+    A symlink is followed, so the link stays a link and its target gets the new content. The
+    replacement keeps the file's mode, and its owner and group where this user may set them.
+    A read-only file raises `ReadOnly` and is not touched.
     """
     target = path.resolve()
-    mode = stat.S_IMODE(target.stat().st_mode)
+    if read_only(target):
+        raise ReadOnly(f"{target} is read-only")
+    info = target.stat()
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tm-tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
+        _keep_owner(tmp, info)
+        os.chmod(tmp, stat.S_IMODE(info.st_mode))
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -29,3 +47,17 @@ def write_atomic(path: Path, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def _keep_owner(tmp: str, info: os.stat_result) -> None:
+    """Give the temp file the original's owner and group; failing that, its group; else neither.
+
+    (A user who is not root may only give a file a group they belong to.)"""
+    if not hasattr(os, "chown"):  # pragma: no cover - Windows
+        return
+    for uid, gid in ((info.st_uid, info.st_gid), (-1, info.st_gid)):
+        try:
+            os.chown(tmp, uid, gid)
+            return
+        except OSError:
+            continue

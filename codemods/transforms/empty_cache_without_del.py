@@ -49,8 +49,8 @@ class EmptyCacheWithoutDel(MigrationCodemod):
     CODE = "TM902"
     PRUNE = True  # its sites are `empty_cache()` calls; what decides them is a `del` in the function
     SITES = (r"\bdel\b",)
-    SAFETY = "safe"
-    DESCRIPTION = "finding: torch.cuda.empty_cache() with nothing deleted before it"
+    SAFETY = "findings-only"  # TM9xx: rewrites nothing (registry.Spec.kind)
+    DESCRIPTION = "torch.cuda.empty_cache() with nothing deleted before it"
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -45,8 +45,8 @@ class ExplicitCudaIndex(MigrationCodemod):
 
     CODE = "TM904"
     PRUNE = True  # its sites are `.cuda(i)` calls on trigger lines
-    SAFETY = "safe"
-    DESCRIPTION = "finding: .cuda(i) with an explicit device index fails without CUDA"
+    SAFETY = "findings-only"  # TM9xx: rewrites nothing (registry.Spec.kind)
+    DESCRIPTION = ".cuda(i) with an explicit device index fails without CUDA"
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -226,12 +226,12 @@ class MissingDetach(MigrationCodemod):
     """
 
     CODE = "TM901"
-    SAFETY = "safe"
+    SAFETY = "findings-only"  # TM9xx: rewrites nothing (registry.Spec.kind)
     # Its survey reads the functions that call backward() whole, and elsewhere only the
     # statements that say what makes a model, an optimizer or a frozen model (_SURVEY_WORDS).
     PRUNE = True
     USES_REPO_FACTS = True
-    DESCRIPTION = "finding: a model's output feeds another model's loss without .detach() (GAN, teacher-student)"
+    DESCRIPTION = "a model's output feeds another model's loss without .detach() (GAN, teacher-student)"
 
     GATED = True
 

@@ -73,8 +73,8 @@ class SoftmaxWithoutDim(MigrationCodemod):
 
     CODE = "TM903"
     PRUNE = True  # its sites are softmax calls on trigger lines
-    SAFETY = "safe"
-    DESCRIPTION = "finding: F.softmax(x) / nn.Softmax() without dim (the implicit choice is deprecated)"
+    SAFETY = "findings-only"  # TM9xx: rewrites nothing (registry.Spec.kind)
+    DESCRIPTION = "F.softmax(x) / nn.Softmax() without dim (the implicit choice is deprecated)"
 
     GATED = True
 
