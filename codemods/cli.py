@@ -151,7 +151,8 @@ def run(paths, mode, fail_on_findings, select, ignore, unsafe, jobs, fmt, color,
 
     Exit code (bit flags): 0 clean; 1 a file would be rewritten (with --diff/--check), findings
     remain (with --fail-on-findings), or, with --verify, regressions; 2 a file could not be
-    processed, or verification could not run. The last line of the report says which.
+    processed (a read-only one among them), or verification could not run. The last line of the
+    report says which. 130: interrupted by Ctrl-C; the files already rewritten are listed.
     """
     from codemods import api, registry
     from codemods.config import ConfigError
