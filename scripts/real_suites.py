@@ -214,16 +214,31 @@ def test_command(suite: Suite) -> str:
     return shlex.join(["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *suite.tests])
 
 
-def verify_suite(suite: Suite, cache: Path, python: Path, rerun: int = 0, timeout: int = 900) -> dict:
-    """`torch-migrate verify` (the real CLI) on a copy of the project; its verdict, summarised."""
+CLI = (sys.executable, "-m", "codemods")
+
+
+def verify_suite(
+    suite: Suite,
+    cache: Path,
+    python: Path,
+    rerun: int = 0,
+    timeout: int = 900,
+    cli: tuple[str, ...] = CLI,
+    label: str = "",
+) -> dict:
+    """`torch-migrate verify` (the real CLI) on a copy of the project; its verdict, summarised.
+
+    `cli` is the command that runs the CLI (tests/test_real_suites.py runs it with a fault
+    codemod installed, in a work folder of its own named by `label`).
+    """
     source = fetch(suite, cache)
-    work = cache / "work" / suite.folder
+    work = cache / "work" / (suite.folder + (f"-{label}" if label else ""))
     project = work / "project"
     prepare(source, project, suite)
     report = work / "verify.json"
     report.unlink(missing_ok=True)
     command = [
-        sys.executable, "-m", "codemods", "verify", str(project), "--python", str(python),
+        *cli, "verify", str(project), "--python", str(python),
         "--tests", test_command(suite), "--device", "cpu", "--rerun", str(rerun), "--timeout", str(timeout),
         "--format", "json", "-o", str(report),
     ]  # fmt: skip
@@ -247,6 +262,7 @@ def summarise(suite: Suite, data: dict, seconds: float, exit_code: int) -> dict:
     sides = {s["label"]: s for s in data["sides"]}
     counts = lambda label: {k: sides.get(label, {}).get("outcomes", {}).get(k, 0) for k in OUTCOMES}  # noqa: E731
     regressions = sorted(t["id"] for t in data["tests"] if t["kind"] in ("regression", "missing"))
+    newly = sorted(t["id"] for t in data["tests"] if t["kind"] == "newly-collected-failing")
     after = counts("after")
     return {
         "project": f"{suite.name} {suite.version}",
@@ -258,6 +274,10 @@ def summarise(suite: Suite, data: dict, seconds: float, exit_code: int) -> dict:
         "regressions": regressions,
         "fixed": data["summary"].get("fixed", 0),
         "flaky": sorted(t["id"] for t in data["tests"] if t["kind"] == "flaky"),
+        "newly_failing": newly,
+        "culprits": data.get("culprits", {}),
+        "unexplained": data.get("unexplained", []),
+        "messages": {t["id"]: t.get("after_message", "") for t in data["tests"] if t["id"] in regressions},
         "met": after["passed"] >= suite.min_passed and not regressions and data["status"] == "ok",
         "rewrites": data["migration"]["rewrites"] if data.get("migration") else {},
         "files_changed": len(data["migration"]["files_changed"]) if data.get("migration") else 0,

@@ -8,8 +8,10 @@ the targets below are the project's promise. See scripts/real_suites.py.
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -30,6 +32,69 @@ def results() -> dict[str, dict]:
     else:
         return {row["project"]: row for row in rows}
     pytest.fail(f"the real suites could not be set up: {problem}", pytrace=False)
+
+
+# A deliberately broken migration (tests/faults.py's TM099, installed only in the CLI process these
+# runs start): one definition removed from one module that some of the project's tests use.
+FAULTS = {
+    # ignite's tests import nothing before the migration (torch._six): the two tests of
+    # MeanAbsoluteError are newly collected after it, and fail because `compute` is gone.
+    "pytorch-ignite 0.1.0": ("ignite/metrics/mean_absolute_error.py", "MeanAbsoluteError.compute"),
+    # Poutyne's suite runs before: test_policies.py imports sgdr_phases, so the whole module no
+    # longer imports and every one of its tests that passed before is a regression.
+    "poutyne 0.5.1": ("poutyne/framework/callbacks/policies.py", "sgdr_phases"),
+}
+
+
+@pytest.fixture(scope="module")
+def broken(results) -> dict[str, dict]:
+    """verify, with one rerun, on each suite migrated by the pipeline plus its fault."""
+    python = real_suites.venv_python(real_suites.DEFAULT_CACHE)
+    by_name = {f"{s.name} {s.version}": s for s in real_suites.SUITES}
+
+    def one(project: str) -> dict:
+        file, name = FAULTS[project]
+        cli = (sys.executable, str(ROOT / "tests" / "faults.py"), f"{file}={name}")
+        return real_suites.verify_suite(by_name[project], real_suites.DEFAULT_CACHE, python, 1, cli=cli, label="broken")
+
+    with ThreadPoolExecutor(max_workers=len(FAULTS)) as pool:
+        return dict(zip(FAULTS, pool.map(one, FAULTS)))
+
+
+def _tests_in(project: str, test_file: str) -> set[str]:
+    """The test functions of one of the project's test files, read from its source (the oracle)."""
+    suite = next(s for s in real_suites.SUITES if f"{s.name} {s.version}" == project)
+    tree = ast.parse((real_suites.DEFAULT_CACHE / "src" / suite.folder / test_file).read_text())
+    ids = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+            ids.add(f"{test_file}::{node.name}")
+        elif isinstance(node, ast.ClassDef):
+            ids |= {f"{test_file}::{node.name}::{f.name}" for f in node.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test")}
+    return ids
+
+
+def test_broken_ignite_names_the_fault_behind_exactly_the_tests_that_use_it(broken):
+    row = broken["pytorch-ignite 0.1.0"]
+    culprit = "TM099 on ignite/metrics/mean_absolute_error.py"
+    dependent = _tests_in("pytorch-ignite 0.1.0", "tests/ignite/metrics/test_mean_absolute_error.py")
+    assert len(dependent) == 2, dependent
+    # Nothing passed before (no module imported), so they are not regressions: newly collected, failing.
+    assert row["regressions"] == [] and set(row["newly_failing"]) == dependent, _explain(row)
+    assert row["flaky"] == [], _explain(row)
+    assert row["culprits"] == {culprit: sorted(dependent)}, _explain(row)
+    assert row["after"]["passed"] >= 76 - len(dependent), _explain(row)
+
+
+def test_broken_poutyne_reports_every_test_of_the_module_that_no_longer_imports_as_a_regression(broken):
+    row = broken["poutyne 0.5.1"]
+    culprit = "TM099 on poutyne/framework/callbacks/policies.py"
+    dependent = _tests_in("poutyne 0.5.1", "tests/framework/callbacks/test_policies.py")
+    assert len(dependent) >= 10, dependent
+    assert set(row["regressions"]) == dependent, _explain(row)
+    assert row["flaky"] == [] and row["status"] == "regressions" and row["exit_code"] == 1, _explain(row)
+    assert row["culprits"] == {culprit: sorted(dependent)} and row["unexplained"] == [], _explain(row)
+    assert all("cannot import name 'sgdr_phases'" in m for m in row["messages"].values()), _explain(row)
 
 
 def _explain(row: dict) -> str:

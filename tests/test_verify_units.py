@@ -12,7 +12,9 @@ import pytest
 from codemods import api
 from codemods.verify import culprits, execute, junit
 from codemods.verify.commands import TestCommand, has_tests
-from codemods.verify.compare import FIXED, FLAKY, MISSING, REGRESSION, ADDED, CHANGED, UNCHANGED, compare, judge
+from codemods.verify.compare import (
+    ADDED, CHANGED, FIXED, FLAKY, MISSING, NEW_FAILING, REGRESSION, UNCHANGED, compare, judge,
+)  # fmt: skip
 from codemods.verify.copies import make_copy, source_of
 from codemods.verify.device import DeviceError, default_python, detect, environment, needs_cuda
 from codemods.verify.migration import Unit, fired, migrate_tree
@@ -73,7 +75,7 @@ def O(outcome: str) -> junit.Outcome:  # noqa: N802
         ("passed", "failed", REGRESSION),
         ("passed", "error", REGRESSION),
         ("skipped", "failed", REGRESSION),
-        (None, "error", REGRESSION),  # e.g. a module that no longer imports
+        (None, "error", REGRESSION),  # a module (its id has no ::) that no longer imports
         ("passed", None, MISSING),
         ("failed", "passed", FIXED),
         ("error", "passed", FIXED),
@@ -86,9 +88,35 @@ def O(outcome: str) -> junit.Outcome:  # noqa: N802
     ],
 )
 def test_classify(before, after, kind) -> None:
-    b = {"t": O(before)} if before else {}
-    a = {"t": O(after)} if after else {}
+    b = {"t.py": O(before)} if before else {}
+    a = {"t.py": O(after)} if after else {}
     assert [c.kind for c in compare(b, a)] == [kind]
+
+
+@pytest.mark.parametrize("before", [None, "imported-no-longer"])
+def test_a_test_not_collected_before_and_failing_after_is_newly_collected_not_a_regression(before) -> None:
+    b = {} if before is None else {"t.py": junit.Outcome("error", "ModuleNotFoundError: No module named 'torch._six'")}
+    (change,) = compare(b, {"t.py::test_x": O("failed")})
+    assert change.kind == NEW_FAILING and change.before_imported is (before is None)
+
+
+def test_a_module_that_no_longer_imports_makes_its_tests_regressions_with_the_import_error() -> None:
+    before = {"t.py::A::test_x": O("passed"), "t.py::A::test_y": O("failed"), "u.py::test_z": O("passed")}
+    after = {"t.py": junit.Outcome("error", "NameError: name 'device' is not defined"), "u.py::test_z": O("passed")}
+    changes = {c.id: c for c in compare(before, after)}
+    assert set(changes) == {"t.py::A::test_x", "t.py::A::test_y", "u.py::test_z"}  # the module id is carried by its tests
+    x = changes["t.py::A::test_x"]
+    assert (x.kind, x.after, x.after_imported) == (REGRESSION, "error", False)
+    assert x.after_message == "t.py did not import: NameError: name 'device' is not defined"
+    assert changes["t.py::A::test_y"].kind == CHANGED  # failing before too: not a regression
+    assert changes["u.py::test_z"].kind == UNCHANGED
+
+
+def test_a_module_that_imports_only_after_migration_gives_fixes_and_newly_collected_failures() -> None:
+    before = {"t.py": junit.Outcome("error", "AttributeError: module 'collections' has no attribute 'Mapping'")}
+    after = {"t.py::A::test_x": O("passed"), "t.py::A::test_y": O("failed")}
+    kinds = {c.id: c.kind for c in compare(before, after)}
+    assert kinds == {"t.py::A::test_x": FIXED, "t.py::A::test_y": NEW_FAILING}
 
 
 def test_judge_flaky_only_when_a_side_disagrees_with_itself() -> None:
@@ -101,9 +129,13 @@ def test_judge_flaky_only_when_a_side_disagrees_with_itself() -> None:
     lucky_fix = compare({"t": O("failed")}, {"t": O("passed")})[0]
     lucky_fix.reruns_before, lucky_fix.reruns_after = ["passed"], ["passed"]
     assert judge(lucky_fix) == FLAKY
-    vanished = compare({"t": O("passed")}, {})[0]
+    vanished = compare({"t.py::x": O("passed")}, {})[0]
     vanished.reruns_before, vanished.reruns_after = ["passed"], [None]
     assert judge(vanished) == MISSING
+    # A rerun that could not observe the test is no evidence: the first observation stands.
+    derailed = compare({"t.py::x": O("passed")}, {"t.py::x": O("failed")})[0]
+    derailed.reruns_before, derailed.reruns_after = [None, None], [None, "failed"]
+    assert judge(derailed) == REGRESSION
 
 
 def test_probe_numbers_within_tolerance() -> None:
@@ -149,7 +181,7 @@ def test_culprit_bisect_over_many_units() -> None:
     assert len(calls) <= 6  # log2(12) + confirmation, not 12
 
 
-def test_culprit_two_independent_causes_are_unexplained() -> None:
+def test_culprit_two_independent_causes_are_named_together() -> None:
     units = [Unit("TM001"), Unit("TM002")]
 
     def either_breaks(without: frozenset[Unit]) -> set[str]:
@@ -157,7 +189,32 @@ def test_culprit_two_independent_causes_are_unexplained() -> None:
         return {"a"} if set(units) - without else set()
 
     found = culprits.search(units, ["a"], either_breaks)
-    assert found.culprits == {} and found.unexplained == ["a"]
+    assert found.culprits == {"a": units} and found.together == {"a"} and found.unexplained == []
+
+
+@pytest.mark.parametrize("n", [3, 9])  # one at a time, and bisection
+def test_culprit_smallest_set_among_many_units(n) -> None:
+    units = [Unit(f"TM{i:03d}") for i in range(n)]
+    breakers = {units[1], units[-1]}
+    calls: list = []
+    found = culprits.search(units, ["a", "b"], _fake_trial({"a": breakers, "b": {units[0]}}, calls))
+    assert found.culprits == {"a": [units[1], units[-1]], "b": [units[0]]}
+    assert found.together == {"a"} and found.unexplained == []
+
+
+def test_culprit_a_test_failing_with_everything_switched_off_is_unexplained() -> None:
+    units = [Unit("TM001"), Unit("TM002"), Unit("TM003")]
+    found = culprits.search(units, ["a"], lambda without: {"a"})
+    assert found.culprits == {} and found.unexplained == ["a"] and found.trials == 4
+
+
+def test_culprit_base_units_stay_switched_off() -> None:
+    files = [Unit("TM001", "a.py"), Unit("TM001", "b.py")]
+    other = Unit("TM002")
+    # The test passes only with TM002 and TM001 on b.py both switched off.
+    trial = _fake_trial({"t": {other, files[1]}}, [])
+    assert culprits.search(files, ["t"], trial).culprits == {}
+    assert culprits.search(files, ["t"], trial, base=frozenset({other})).culprits == {"t": [files[1]]}
 
 
 def test_culprit_single_unit_needs_no_trial() -> None:
@@ -320,3 +377,100 @@ def test_import_roots_and_installed_copies(tmp_path: Path) -> None:
     (site / "pkg" / "sub" / "m.py").write_text("")
     assert installed_copy(str(site / "pkg" / "__init__.py"), ["pkg/sub/m.py"])
     assert not installed_copy(str(site / "torch.py"), ["torch.py"])  # single modules are never redirected
+
+
+def test_a_pytest_command_after_environment_words_is_still_pytest() -> None:
+    command = TestCommand.from_user('PYTHONPATH=plugins FOO="a b" python -m pytest -p plug -o "python_files=tests/*.py" tests')
+    assert command.pytest == ("python", "-m", "pytest", "-p", "plug", "-o", "python_files=tests/*.py", "tests")
+    assert command.env == (("PYTHONPATH", "plugins"), ("FOO", "a b"))
+    assert TestCommand.from_user("FOO=1 make test").pytest is None  # not pytest: the shell runs it as given
+
+
+UNITTEST_OUTPUT = """\
+tests.checks_compat (unittest.loader._FailedTest.tests.checks_compat) ... ERROR
+test_mean (tests.checks_stats.StatsChecks.test_mean) ... ok
+test_spread (tests.checks_summary.SummaryChecks) ... FAIL
+test_doc (tests.checks_doc.DocChecks.test_doc)
+A docstring line. ... skipped 'no GPU'
+test_x (tests.checks_stats.StatsChecks.test_x) ... expected failure
+
+======================================================================
+ERROR: tests.checks_compat (unittest.loader._FailedTest.tests.checks_compat)
+----------------------------------------------------------------------
+ImportError: Failed to import test module: tests.checks_compat
+Traceback (most recent call last):
+AttributeError: module 'collections' has no attribute 'Mapping'
+
+======================================================================
+FAIL: test_spread (tests.checks_summary.SummaryChecks)
+----------------------------------------------------------------------
+AssertionError: 3 != 2
+
+----------------------------------------------------------------------
+Ran 5 tests in 0.001s
+
+FAILED (failures=1, errors=1, skipped=1, expected failures=1)
+"""
+
+
+def test_unittest_verbose_output_gives_per_test_outcomes_with_module_ids_for_import_failures() -> None:
+    from codemods.verify.unittest_output import parse_output
+
+    results = parse_output(UNITTEST_OUTPUT)
+    assert {k: v.outcome for k, v in results.items()} == {
+        "tests.checks_compat": "error",
+        "tests.checks_stats::StatsChecks::test_mean": "passed",
+        "tests.checks_summary::SummaryChecks::test_spread": "failed",
+        "tests.checks_doc::DocChecks::test_doc": "skipped",
+        "tests.checks_stats::StatsChecks::test_x": "passed",
+    }
+    assert results["tests.checks_compat"].message == "AttributeError: module 'collections' has no attribute 'Mapping'"
+    assert results["tests.checks_summary::SummaryChecks::test_spread"].message == "AssertionError: 3 != 2"
+    assert parse_output("....\nRan 4 tests\nOK\n") is None
+    # The module's tests on the other side fall under its id, as with pytest's collection errors.
+    changes = {c.id: c.kind for c in compare(results, {"tests.checks_compat::C::test_a": O("passed")})}
+    assert changes["tests.checks_compat::C::test_a"] == FIXED
+
+
+def test_junit_collection_error_message_is_the_exception_not_collection_failure(tmp_path: Path) -> None:
+    xml = tmp_path / "j.xml"
+    xml.write_text(
+        '<testsuites><testsuite><testcase classname="" name="tests.checks_a" file="tests/checks_a.py">'
+        '<error message="collection failure">tests/checks_a.py:3: in &lt;module&gt;\n    M = collections.Mapping\n'
+        "E   AttributeError: module 'collections' has no attribute 'Mapping'</error></testcase></testsuite></testsuites>"
+    )
+    (outcome,) = junit.parse(xml).values()
+    assert outcome.message == "AttributeError: module 'collections' has no attribute 'Mapping'"
+
+
+def test_a_rerun_that_pytest_cannot_collect_falls_back_to_modules_then_the_whole_command(tmp_path: Path) -> None:
+    from codemods.verify.core import Run, Session
+    from codemods.verify.model import VerifyOptions
+
+    session = Session(tmp_path, VerifyOptions(), None)
+    session.command = TestCommand.from_user("python -m pytest tests")
+    asked: list = []
+    gone = junit.Outcome("error", "ImportError: x")
+
+    def run_tests(project, label, targets=None):
+        asked.append(targets)
+        if targets is not None and any("::" in t for t in targets):
+            return Run(4, 0.1, {}, "ERROR: found no collectors for tests/test_b.py::test_y")  # usage error
+        if targets is not None:
+            return Run(2, 0.1, None, "")  # no JUnit XML at all
+        return Run(1, 0.1, {"tests/test_a.py::test_x": O("passed"), "tests/test_b.py": gone}, "")
+
+    session.run_tests = run_tests
+    seen = {"tests/test_a.py::test_x": O("passed"), "tests/test_b.py::test_y": O("passed")}
+    outcomes = session.observe(tmp_path, "rerun", ["tests/test_a.py::test_x", "tests/test_b.py::test_y"], seen)
+    assert asked == [
+        ["tests/test_a.py::test_x", "tests/test_b.py::test_y"],
+        ["tests/test_a.py", "tests/test_b.py"],
+        None,
+    ]
+    assert outcomes["tests/test_a.py::test_x"].outcome == "passed"
+    assert outcomes["tests/test_b.py::test_y"].outcome == "error" and not outcomes["tests/test_b.py::test_y"].imported
+    # A module that did not import on this side is targeted as a module from the start.
+    asked.clear()
+    session.observe(tmp_path, "rerun", ["tests/test_b.py::test_y"], {"tests/test_b.py::test_y": gone.__class__("error", imported=False)})
+    assert asked[0] == ["tests/test_b.py"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -16,6 +17,7 @@ _PATH_VALUED = {
     "-p", "--junitxml", "--junit-xml", "--override-ini", "-o", "--log-file", "--cov", "--cov-config",
 }  # fmt: skip
 TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
+ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")  # `PYTHONPATH=plugins pytest ...`
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,7 @@ class TestCommand:
 
     text: str  # as the user reads it
     pytest: tuple[str, ...] | None  # argv when it is pytest (JUnit XML and targeted reruns)
+    env: tuple[tuple[str, str], ...] = ()  # leading `NAME=value` words of a pytest command
 
     @classmethod
     def default(cls, python: str) -> "TestCommand":
@@ -31,8 +34,20 @@ class TestCommand:
 
     @classmethod
     def from_user(cls, text: str) -> "TestCommand":
-        argv = pytest_argv(text)
-        return cls(text, tuple(argv) if argv else None)
+        """A pytest command (after any `NAME=value` words, as a shell reads them) runs as an
+        argument list, so reruns can target tests; anything else runs through the shell as given."""
+        try:
+            words = shlex.split(text)
+        except ValueError:
+            words = []
+        env = []
+        while words and ASSIGNMENT.match(words[0]):
+            name, _, value = words.pop(0).partition("=")
+            env.append((name, value))
+        argv = pytest_argv(shlex.join(words) if env else text) if words else None
+        if argv is None:
+            return cls(text, None)
+        return cls(text, tuple(argv), tuple(env))
 
     def argv(self, xml: Path, targets: Iterable[str] | None = None, cwd: Path | None = None) -> list[str] | str:
         """The command to run; with `targets`, only those tests (pytest only)."""

@@ -22,13 +22,14 @@ from codemods import api
 from codemods.verify import copies, culprits, execute, imports, junit
 from codemods.verify.apply import digest
 from codemods.verify.commands import TestCommand, has_tests
-from codemods.verify.compare import FIXED, FLAKY, MISSING, REGRESSION, compare, judge
+from codemods.verify.compare import COUNTED, FIXED, FLAKY, NEW_FAILING, RERUN, compare, expand, judge
 from codemods.verify.device import Device, DeviceError, default_python, detect, environment, needs_cuda
 from codemods.verify.migration import Unit, diffstat, fired, migrate_tree, unified
 from codemods.verify.model import (
     ERROR, OK, REGRESSIONS, UNCHANGED, ProbeResult, SideRun, VerifyOptions, VerifyReport, WithoutCulprits,
 )  # fmt: skip
 from codemods.verify.probe import first_divergence
+from codemods.verify.unittest_output import parse_output
 
 SUITE = "<test command>"  # the id of a whole run that gave no per-test results
 PROBE = "<probe>"
@@ -48,6 +49,12 @@ class Run:
     tests: dict[str, junit.Outcome] | None  # None: no per-test results
     tail: str
 
+    @property
+    def usable(self) -> bool:
+        """pytest ran what it was asked to: not a usage error (a target it could not collect:
+        "found no collectors for ...", exit 4) nor an internal error (exit 3)."""
+        return self.tests is not None and self.returncode not in (3, 4)
+
 
 class Session:
     def __init__(self, path: Path, options: VerifyOptions, on_event: Callable[[str], None] | None) -> None:
@@ -63,6 +70,7 @@ class Session:
         self.notes: list[str] = []
         self.source: copies.Source | None = None
         self.command: TestCommand | None = None
+        self.seen: dict[str, dict[str, junit.Outcome]] = {}  # side -> its first run's outcomes, expanded
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -83,14 +91,16 @@ class Session:
     def copy_root(self, project: Path) -> Path:
         return self.workdir / project.relative_to(self.workdir).parts[0]
 
-    def env_for(self, project: Path) -> dict[str, str]:
-        """The environment of a run in `project`'s copy: its own folders first on PYTHONPATH if needed."""
+    def env_for(self, project: Path, extra: Iterable[tuple[str, str]] = ()) -> dict[str, str]:
+        """The environment of a run in `project`'s copy (plus `extra`, the test command's own
+        `NAME=value` words): the copy's own folders first on PYTHONPATH if needed."""
+        env = {**self.env, **dict(extra)}
         if not self.pythonpath:
-            return self.env
+            return env
         root = self.copy_root(project)
         first = [str(root / rel) for rel in self.pythonpath]
-        rest = [self.env["PYTHONPATH"]] if self.env.get("PYTHONPATH") else []
-        return {**self.env, "PYTHONPATH": os.pathsep.join(first + rest)}
+        rest = [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []
+        return {**env, "PYTHONPATH": os.pathsep.join(first + rest)}
 
     def isolate_imports(self, after: Path, changed: Sequence[str]) -> None:
         """Make sure the copies import their own code, not the user's tree (editable installs)."""
@@ -138,20 +148,23 @@ class Session:
             report = migrate_tree(project, self.migration_options(), without, jobs=jobs)
         return root, project, report
 
-    def run_tests(self, project: Path, label: str, ids: Sequence[str] | None = None) -> Run:
-        """The test command in `project`; with `ids`, only those tests where they can be targeted."""
+    def run_tests(self, project: Path, label: str, targets: Sequence[str] | None = None) -> Run:
+        """The test command in `project`; with `targets` (node ids or module ids), only those.
+
+        Targets that cannot be named on a command line, or too many, run everything.
+        """
         command = self.command
         xml = self.workdir / "junit" / f"{label}-{next(self.counter)}.xml"
         xml.parent.mkdir(exist_ok=True)
-        targets = None
-        if ids is not None and command.pytest is not None:
+        paths = None
+        if targets is not None and command.pytest is not None:
             bases = [project, *project.parents]
-            targets = [junit.rerun_target(i, junit.Outcome("passed"), bases) for i in ids]
-            if not all(targets) or len(targets) > MAX_TARGETS:
-                targets = None  # some id cannot be named on a command line, or too many: run everything
-        argv = command.argv(xml, targets, cwd=project)
+            paths = [junit.rerun_target(i, junit.Outcome("passed"), bases) for i in targets]
+            if not all(paths) or len(paths) > MAX_TARGETS:
+                paths = None
+        argv = command.argv(xml, paths, cwd=project)
         try:
-            done = execute.run(argv, project, self.env_for(project), self.options.timeout)
+            done = execute.run(argv, project, self.env_for(project, command.env), self.options.timeout)
         except execute.StartError as exc:
             raise Abort(f"the test command cannot start ({label}): {exc}") from None
         if done.timed_out:
@@ -162,7 +175,39 @@ class Session:
                 tests = junit.parse(xml)
             except junit.JUnitError:
                 tests = None
+        elif command.pytest is None:
+            tests = parse_output(done.stdout + done.stderr)
         return Run(done.returncode, done.seconds, tests, done.tail)
+
+    def observe(
+        self, project: Path, label: str, ids: Sequence[str], seen: dict[str, junit.Outcome] | None = None
+    ) -> dict[str, junit.Outcome] | None:
+        """The outcomes of `ids` in `project`, or None when no run could observe them.
+
+        Each id is targeted the way `seen` (that side's first run) says it can be collected:
+        by node id, or by its module when the module failed to import there (a node id in a
+        module that does not import makes pytest collect nothing at all). If pytest still stops
+        before running (a target it cannot collect), the modules are targeted, then the whole
+        command runs: one bad target never decides the others' outcomes.
+        """
+        tests = [i for i in ids if i not in (SUITE, PROBE)]
+        seen = seen or {}
+        plan = sorted({junit.module_of(i) if i in seen and not seen[i].imported else i for i in tests})
+        attempts: list[list[str] | None] = []
+        if tests and self.command.pytest is not None:
+            attempts += [plan, sorted({junit.module_of(i) for i in tests})]
+        attempts.append(None)
+        tried: list = []
+        for targets in attempts:
+            if targets in tried:
+                continue
+            tried.append(targets)
+            run = self.run_tests(project, label, targets)
+            if run.usable:
+                return expand(run.tests, tests)
+            if run.tests is None and (SUITE in ids or self.command.pytest is None):
+                return self.side_outcomes(run, Run(0, 0, {SUITE: junit.Outcome("passed")}, ""))  # by exit status
+        return None
 
     # -- the steps --------------------------------------------------------------------------
 
@@ -236,32 +281,49 @@ class Session:
             report.notes.append("the test command fails both before and after: no evidence either way")
         b = self.side_outcomes(first_before, first_after)
         a = self.side_outcomes(first_after, first_before)
+        if self.command.pytest is None and (first_before.tests is None or first_after.tests is None):
+            report.notes.append(
+                "the test command is not pytest and printed no per-test results (unittest -v style) on "
+                f"{'either side' if first_before.tests is None and first_after.tests is None else 'one side'}: "
+                "compared by its exit status"
+            )
         report.changes = compare(b, a)
+        ids = sorted(set(b) | set(a))
+        self.seen = {"before": expand(b, ids), "after": expand(a, ids)}
         self.reruns(report, before, after)
         self.device_notes(report)
 
     def reruns(self, report: VerifyReport, before: Path, after: Path) -> None:
-        changed = [c for c in report.changes if c.kind in (REGRESSION, MISSING, FIXED)]
+        """Rerun every changed test on both sides; a change that does not hold is flaky.
+
+        Each side reruns only the tests it observed (by node id, or by module where its module
+        did not import); a rerun that does not observe a test records None: could not rerun.
+        """
+        changed = [c for c in report.changes if c.kind in RERUN]
         if not changed or self.options.rerun <= 0:
             return
-        ids = [c.id for c in changed]
-        targeted = [i for i in ids if i != SUITE]
+        wanted = {
+            "before": [c.id for c in changed if c.before is not None],
+            "after": [c.id for c in changed if c.after is not None],
+        }
         for round_ in range(1, self.options.rerun + 1):
-            self.say(f"rerunning {len(ids)} changed test(s) on both sides ({round_}/{self.options.rerun})")
-            runs = self.pmap(
-                lambda side: self.run_tests(side[1], f"rerun-{side[0]}", targeted or None),
+            self.say(f"rerunning {len(changed)} changed test(s) on both sides ({round_}/{self.options.rerun})")
+            ob, oa = self.pmap(
+                lambda side: self.observe(side[1], f"rerun-{side[0]}", wanted[side[0]], self.seen[side[0]])
+                if wanted[side[0]] else {},
                 [("before", before), ("after", after)],
             )
-            rb, ra = runs
-            ob, oa = self.side_outcomes(rb, ra), self.side_outcomes(ra, rb)
             for c in changed:
-                c.reruns_before.append(ob[c.id].outcome if c.id in ob else None)
-                c.reruns_after.append(oa[c.id].outcome if c.id in oa else None)
+                c.reruns_before.append(_seen(ob, c.id) if c.before is not None else None)
+                c.reruns_after.append(_seen(oa, c.id) if c.after is not None else None)
         for c in changed:
-            verdict = judge(c)
-            if verdict == FLAKY:
+            lost = [side for side, first, runs in (("before", c.before, c.reruns_before), ("after", c.after, c.reruns_after))
+                    if first is not None and None in runs]  # fmt: skip
+            if judge(c) == FLAKY:
                 c.kind = FLAKY
                 c.note = "outcome changed between identical runs: flaky, not caused by the migration"
+            elif lost:
+                c.note = f"could not rerun on the {' and '.join(lost)} side: the first run's outcome stands"
 
     def device_notes(self, report: VerifyReport) -> None:
         if self.device is None or self.device.uses_cuda:
@@ -280,11 +342,11 @@ class Session:
         failing: set[str] = set()
         tests = [i for i in ids if i != PROBE]
         if tests:
-            run = self.run_tests(project, label, [i for i in tests if i != SUITE] or None)
-            outcomes = run.tests if run.tests is not None else {
-                i: junit.Outcome("passed" if run.returncode == 0 else "error") for i in tests
-            }
-            failing |= {i for i in tests if i not in outcomes or outcomes[i].failing}
+            outcomes = self.observe(project, label, tests, self.seen.get("after"))
+            if outcomes is None:
+                failing |= set(tests)
+            else:
+                failing |= {i for i in tests if i not in outcomes or outcomes[i].failing}
         if PROBE in ids:
             if self.probe_after(project).regression:
                 failing.add(PROBE)
@@ -301,37 +363,49 @@ class Session:
         return run
 
     def culprit_phase(self, report: VerifyReport, by_code: dict[str, list[str]]) -> None:
-        failing = [c.id for c in report.regressions]
+        """Name the codemod (then its file) behind each regression, and behind each newly
+        collected test that fails after (the migration made it importable; what keeps it failing?)."""
+        regressions = [c.id for c in report.regressions]
+        newly = [c.id for c in report.changes if c.kind == NEW_FAILING]
         if report.probe is not None and report.probe.regression:
-            failing.append(PROBE)
-        if not failing or not self.options.find_culprits:
+            regressions.append(PROBE)
+        failing = regressions + newly
+        if not regressions and not newly or not self.options.find_culprits:
             return
-        self.say(f"searching for the codemod(s) behind {len(failing)} regression(s)")
+        self.say(f"searching for the codemod(s) behind {len(failing)} failing test(s)")
         found = culprits.search(culprits.codemod_units(by_code), failing, self.trial(failing), self.pmap)
         trials = found.trials
         per_test: dict[str, list[Unit]] = {}
-        unexplained = list(found.unexplained)
-        for code in sorted({u.code for units in found.culprits.values() for u in units}):
-            tests = [t for t, units in found.culprits.items() if any(u.code == code for u in units)]
-            self.say(f"narrowing {code} down to files")
-            files = culprits.search(culprits.file_units(code, by_code[code]), tests, self.trial(tests), self.pmap)
-            trials += files.trials
-            for t in tests:
-                per_test.setdefault(t, []).extend(files.culprits.get(t) or [Unit(code)])
-        report.unexplained = unexplained
+        groups: dict[tuple[Unit, ...], list[str]] = {}
+        for t, units in found.culprits.items():
+            groups.setdefault(tuple(units), []).append(t)
+        for units, tests in groups.items():
+            together = any(t in found.together for t in tests)
+            for unit in units:
+                base = frozenset(u for u in units if u != unit) if together else frozenset()
+                self.say(f"narrowing {unit.code} down to files")
+                files = culprits.search(
+                    culprits.file_units(unit.code, by_code[unit.code]), tests, self.trial(tests), self.pmap, base
+                )
+                trials += files.trials
+                for t in tests:
+                    per_test.setdefault(t, []).extend(files.culprits.get(t) or [unit])
+        report.unexplained = [t for t in found.unexplained if t in regressions]
         by_unit: dict[Unit, list[str]] = {}
         for t, units in per_test.items():
             for u in units:
                 by_unit.setdefault(u, []).append(t)
-        report.culprit_units = sorted(by_unit)
+        report.culprit_units = sorted({u for t, us in per_test.items() if t in regressions for u in us})
         report.culprits = {str(u): sorted(ts) for u, ts in sorted(by_unit.items())}
         for c in report.changes:
             c.culprits = [str(u) for u in per_test.get(c.id, [])]
+            if c.id in found.together and c.culprits:
+                c.note = (c.note + "; " if c.note else "") + "no single change explains it: these only together"
         if report.probe is not None:
             report.probe.culprits = [str(u) for u in per_test.get(PROBE, [])]
         report.notes.append(
             f"culprit search: {trials} trial migration(s)" if trials
-            else "culprit search needed no trial: each regression involves a single codemod change"
+            else "culprit search needed no trial: each failing test involves a single codemod change"
         )
         if report.culprit_units:
             self.confirm_without(report)
@@ -345,11 +419,15 @@ class Session:
             flaky = {c.id for c in report.changes if c.kind == FLAKY}
             regressions: list[str] = []
             if self.command is not None:
-                before = {c.id: junit.Outcome(c.before, c.before_message) for c in report.changes if c.before}
+                before = {
+                    c.id: junit.Outcome(c.before, c.before_message, imported=c.before_imported)
+                    for c in report.changes
+                    if c.before
+                }
                 run = self.run_tests(project, "without")
                 fake_before = Run(0, 0, before, "")
                 after = self.side_outcomes(run, fake_before)
-                regressions = [c.id for c in compare(before, after) if c.kind in (REGRESSION, MISSING) and c.id not in flaky]
+                regressions = [c.id for c in compare(before, after) if c.kind in COUNTED and c.id not in flaky]
             probe = self.probe_after(project).status if report.probe is not None else None
             report.without_culprits = WithoutCulprits([str(u) for u in units], regressions, probe)
         finally:
@@ -399,6 +477,12 @@ class Session:
             raise Abort(f"the probe fails before and after (exit {b.returncode}): {_last_lines(b.tail)}")
         if report.probe.status == "equal" and report.probe.compared == 0:
             report.notes.append("the probe printed no numbers: only its text was compared")
+
+
+def _seen(outcomes: dict[str, junit.Outcome] | None, test_id: str) -> str | None:
+    if outcomes is None or test_id not in outcomes:
+        return None
+    return outcomes[test_id].outcome
 
 
 def _last_lines(text: str, n: int = 3) -> str:
@@ -466,9 +550,15 @@ def _verify(session: Session, report: VerifyReport) -> None:
 
 def _verdict(report: VerifyReport) -> str:
     if report.status == OK:
-        parts = [f"no regressions"]
+        parts = ["no regressions"]
         if report.fixed:
             parts.append(f"{len(report.fixed)} test(s) fixed by the migration")
+        if report.newly_failing:
+            culprit = sum(bool(c.culprits) for c in report.newly_failing)
+            parts.append(
+                f"{len(report.newly_failing)} newly collected test(s) failing"
+                + (f" ({culprit} explained by a codemod change)" if culprit else "")
+            )
         if report.flaky:
             parts.append(f"{len(report.flaky)} flaky")
         if report.probe is not None:

@@ -27,6 +27,7 @@ class Outcome:
     outcome: str  # passed | failed | error | skipped
     message: str = ""
     file: str | None = None  # xunit1's file attribute, relative to pytest's rootdir
+    imported: bool = True  # False: not run, because its module did not import (compare.expand)
 
     @property
     def failing(self) -> bool:
@@ -46,11 +47,26 @@ def node_id(classname: str, name: str, file: str | None) -> str:
     return f"{classname}::{name}"
 
 
+def is_module_id(test_id: str) -> bool:
+    """A whole module's id (`tests/test_x.py`): where pytest reports that it could not import it."""
+    return "::" not in test_id
+
+
+def module_of(test_id: str) -> str:
+    return test_id.partition("::")[0]
+
+
 def _outcome(case: ET.Element) -> tuple[str, str]:
     for tag, outcome in (("error", "error"), ("failure", "failed"), ("skipped", "skipped")):
         child = case.find(tag)
         if child is not None:
-            message = child.get("message") or (child.text or "").strip()
+            message = child.get("message") or ""
+            if not message or message == "collection failure":
+                # pytest's collection errors say only "collection failure"; the exception is the
+                # last `E   ` line of the traceback.
+                text = child.text or ""
+                raised = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ")]
+                message = raised[-1] if raised else message or text.strip()
             return outcome, " ".join(message.split())[:MESSAGE]
     return "passed", ""
 

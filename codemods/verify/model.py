@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from codemods.results import Report
-from codemods.verify.compare import FIXED, FLAKY, MISSING, REGRESSION, TestChange, counts
+from codemods.verify.compare import COUNTED, FIXED, FLAKY, NEW_FAILING, TestChange, counts
 from codemods.verify.device import Device
 from codemods.verify.migration import FileStat
 from codemods.verify.probe import Divergence
@@ -112,7 +112,11 @@ class VerifyReport:
 
     @property
     def regressions(self) -> list[TestChange]:
-        return [c for c in self.changes if c.kind in (REGRESSION, MISSING)]
+        return [c for c in self.changes if c.kind in COUNTED]
+
+    @property
+    def newly_failing(self) -> list[TestChange]:
+        return [c for c in self.changes if c.kind == NEW_FAILING]
 
     @property
     def fixed(self) -> list[TestChange]:

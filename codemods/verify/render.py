@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 
 from codemods import registry
-from codemods.verify.compare import ADDED, CHANGED, FIXED, FLAKY, MISSING, REGRESSION, UNCHANGED
+from codemods.verify.compare import ADDED, CHANGED, FIXED, FLAKY, MISSING, NEW_FAILING, REGRESSION, UNCHANGED
 from codemods.verify.model import ERROR, OK, REGRESSIONS, UNCHANGED as NOTHING, VerifyReport
 
 SECTIONS = (
     (REGRESSION, "Regressions"),
     (MISSING, "Missing after the migration (passed before)"),
     (FIXED, "Fixed by the migration"),
-    (FLAKY, "Flaky (outcome changed between identical runs; not counted)"),
+    (NEW_FAILING, "Newly collected, failing (not collected or not importable before; not counted)"),
+    (FLAKY, "Flaky (identical runs on one side observed different outcomes; not counted)"),
     (CHANGED, "Changed, still not passing"),
     (ADDED, "Added"),
 )
@@ -32,10 +33,16 @@ def _tally(outcomes: dict[str, int]) -> str:
 
 
 def _runs(change) -> str:
-    if not change.reruns_before:
+    if not change.reruns_before and not change.reruns_after:
         return ""
-    fmt = lambda xs: "/".join(x or "absent" for x in xs)  # noqa: E731
-    return f" (reruns before: {fmt(change.reruns_before)}; after: {fmt(change.reruns_after)})"
+
+    def fmt(first: str | None, runs: list[str | None]) -> str:
+        if first is None:
+            return "not rerun (absent)"
+        return "/".join(x or "could not rerun" for x in runs)
+
+    before, after = fmt(change.before, change.reruns_before), fmt(change.after, change.reruns_after)
+    return f" (reruns before: {before}; after: {after})"
 
 
 def _same(report: VerifyReport) -> str:
@@ -65,9 +72,10 @@ def text(report: VerifyReport) -> str:
         lines.append(f"{title} ({len(rows)}):")
         for c in rows:
             lines.append(f"  {c.id}  {c.before or 'absent'} {ARROW} {c.after or 'absent'}{_runs(c)}")
-            message = c.after_message if kind in (REGRESSION, CHANGED, ADDED) else c.before_message
+            side = "after" if kind in (REGRESSION, CHANGED, ADDED, NEW_FAILING) else "before"
+            message = c.after_message if side == "after" else c.before_message
             if message and kind != FLAKY:
-                lines.append(f"      {'after' if kind in (REGRESSION, CHANGED, ADDED) else 'before'}: {message}")
+                lines.append(f"      {side}: {message}")
             if c.culprits:
                 lines.append(f"      culprit: {', '.join(c.culprits)}")
             if c.note:
