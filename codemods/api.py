@@ -20,7 +20,7 @@ from codemods.engine.discovery import discover
 from codemods.engine.interrupt import Interrupted  # noqa: F401 - raised by migrate()
 from codemods.engine.runner import Plan, in_processes, run_files
 from codemods.engine.source import SourceError, decode
-from codemods.helpers.codemod import FileContext
+from codemods.helpers.context import FileContext
 from codemods.helpers.facts import FileFacts, RepoFacts, collect_facts, file_facts, merge
 from codemods.results import FileResult, Problem, Report, Status
 
@@ -50,7 +50,7 @@ def transform_source(
 ) -> pipeline.Result:
     """Migrate one module's text (default: every safe and review codemod)."""
     chosen = registry.select() if specs is None else specs
-    if facts is None and any(s.codemod.USES_REPO_FACTS for s in chosen):
+    if facts is None and any(s.gate.uses_repo_facts for s in chosen):
         facts = collect_facts([(path, source)])
     return pipeline.transform_source(source, chosen, FileContext(path=path, facts=facts or RepoFacts()))
 
@@ -69,7 +69,7 @@ def _facts(
 
     With a cache, the facts of an unchanged set of files are read back instead of recomputed.
     """
-    if not any(s.codemod.USES_REPO_FACTS for s in specs):
+    if not any(s.gate.uses_repo_facts for s in specs):
         return RepoFacts()
     contents = []
     for path in files:

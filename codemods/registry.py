@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import ast
 import enum
+import importlib
+import importlib.util
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from codemods.helpers.codemod import MigrationCodemod
-from codemods.helpers.patterns import Words
-from codemods.transforms import (
+# The codemods' metadata is here and their gates are in codemods/gates/: neither imports a
+# codemod's module (nor libcst), which happens on the first use of `Spec.codemod`, when a file is
+# parsed for it. `list`, `explain` and a run over files no codemod can act on never pay for it.
+from codemods.gates import NO_GATE, Gate
+from codemods.gates import (
     amp_namespace,
     checkpoint_reentrant,
     cuda_to_device,
@@ -32,6 +37,10 @@ from codemods.transforms import (
     torch_six,
     variable_removal,
 )
+from codemods.helpers.patterns import Words
+
+if TYPE_CHECKING:
+    from codemods.helpers.codemod import MigrationCodemod
 
 
 class Safety(str, enum.Enum):
@@ -47,10 +56,23 @@ FINDINGS_ONLY = "findings-only"
 class Spec:
     code: str
     name: str
-    codemod: type[MigrationCodemod]
+    target: type[MigrationCodemod] | str
+    """The codemod class, or where it is (`"package.module:Class"`), imported on the first use of
+    `codemod`."""
     safety: Safety
     triggers: tuple[str, ...]
     """Regular expressions; a file matching none of them is never parsed for this codemod."""
+    summary: str = ""
+    """One line: what it rewrites or reports (`list`, the README's table)."""
+    gate: Gate = NO_GATE
+    """What else decides, before parsing, whether it can act on a file (gates/__init__.py)."""
+
+    @cached_property
+    def codemod(self) -> type[MigrationCodemod]:
+        if not isinstance(self.target, str):
+            return self.target
+        module, _, name = self.target.partition(":")
+        return getattr(importlib.import_module(module), name)
 
     @cached_property
     def trigger(self) -> tuple[Words, ...]:
@@ -59,14 +81,14 @@ class Spec:
     @cached_property
     def sites(self) -> tuple[Words, ...]:
         """What makes a statement one of this codemod's candidates (see helpers/sites.py)."""
-        return (*self.trigger, *(Words(s) for s in self.codemod.SITES))
-
-    @property
-    def summary(self) -> str:
-        return self.codemod.DESCRIPTION
+        return (*self.trigger, *(Words(s) for s in self.gate.sites))
 
     @property
     def doc(self) -> str:
+        """The codemod's docstring; read from its module's source while the module is not
+        imported (`explain` needs neither it nor libcst)."""
+        if isinstance(self.target, str) and "codemod" not in self.__dict__:
+            return _docstring(*self.target.split(":"))
         return self.codemod.__doc__ or ""
 
     @property
@@ -82,54 +104,115 @@ class Spec:
 
 PIPELINE: tuple[Spec, ...] = (
     # First: it runs before parsing, and a file it repairs is what every other codemod reads.
-    Spec("TM000", "legacy-syntax", legacy_syntax.LegacySyntax, Safety.SAFE, legacy_syntax.triggers()),
-    Spec("TM001", "loss-reduction", loss_reduction.LossReduction, Safety.SAFE, loss_reduction.triggers()),
-    Spec("TM002", "variable-removal", variable_removal.VariableRemoval, Safety.SAFE, variable_removal.triggers()),
-    # After TM002: `Variable(loss).data[0]` must first lose its wrapper to be seen as a loss.
-    Spec("TM003", "scalar-item", scalar_item.ScalarItem, Safety.SAFE, scalar_item.triggers()),
-    Spec("TM004", "amp-namespace", amp_namespace.AmpNamespace, Safety.SAFE, amp_namespace.triggers()),
     Spec(
-        "TM005",
-        "checkpoint-reentrant",
-        checkpoint_reentrant.CheckpointReentrant,
-        Safety.SAFE,
+        "TM000", "legacy-syntax", "codemods.transforms.legacy_syntax:LegacySyntax", Safety.SAFE,
+        legacy_syntax.triggers(),
+        summary="x.cuda(async=True) -> x.cuda(non_blocking=True), before parsing",
+        gate=legacy_syntax.GATE,
+    ),
+    Spec(
+        "TM001", "loss-reduction", "codemods.transforms.loss_reduction:LossReduction", Safety.SAFE,
+        loss_reduction.triggers(),
+        summary="nn.MSELoss(reduce=False) -> nn.MSELoss(reduction='none')",
+        gate=loss_reduction.GATE,
+    ),
+    Spec(
+        "TM002", "variable-removal", "codemods.transforms.variable_removal:VariableRemoval", Safety.SAFE,
+        variable_removal.triggers(),
+        summary="Variable(x) -> x; Variable(x, requires_grad=True) -> x.requires_grad_()",
+        gate=variable_removal.GATE,
+    ),
+    # After TM002: `Variable(loss).data[0]` must first lose its wrapper to be seen as a loss.
+    Spec(
+        "TM003", "scalar-item", "codemods.transforms.scalar_item:ScalarItem", Safety.SAFE,
+        scalar_item.triggers(),
+        summary="loss.data[0] -> loss.item() (only on provably 0-dim values)",
+    ),
+    Spec(
+        "TM004", "amp-namespace", "codemods.transforms.amp_namespace:AmpNamespace", Safety.SAFE,
+        amp_namespace.triggers(),
+        summary='torch.cuda.amp.autocast() -> torch.amp.autocast("cuda")',
+    ),
+    Spec(
+        "TM005", "checkpoint-reentrant", "codemods.transforms.checkpoint_reentrant:CheckpointReentrant", Safety.SAFE,
         checkpoint_reentrant.triggers(),
+        summary="checkpoint(fn, x) -> checkpoint(fn, x, use_reentrant=True)",
     ),
     # TM006 after TM002/TM003: `Variable(...)` wrappers are gone, so argument positions are final.
-    Spec("TM006", "deprecated-api", deprecated_api.DeprecatedApi, Safety.SAFE, deprecated_api.triggers()),
+    Spec(
+        "TM006", "deprecated-api", "codemods.transforms.deprecated_api:DeprecatedApi", Safety.SAFE,
+        deprecated_api.triggers(),
+        summary="F.upsample -> F.interpolate, nn.init.xavier_uniform -> xavier_uniform_, torch.range -> arange, ...",
+        gate=deprecated_api.GATE,
+    ),
     # TM007 and TM008 after TM006: the deprecated-API table may rename a name these then move.
-    Spec("TM007", "torch-six", torch_six.TorchSix, Safety.SAFE, torch_six.triggers()),
-    Spec("TM008", "removed-internals", removed_internals.RemovedInternals, Safety.SAFE, removed_internals.triggers()),
-    Spec("TM101", "cuda-to-device", cuda_to_device.CudaToDevice, Safety.SAFE, cuda_to_device.triggers()),
+    Spec(
+        "TM007", "torch-six", "codemods.transforms.torch_six:TorchSix", Safety.SAFE,
+        torch_six.triggers(),
+        summary="from torch._six import string_classes -> (str, bytes), and the rest of torch._six",
+    ),
+    Spec(
+        "TM008", "removed-internals", "codemods.transforms.removed_internals:RemovedInternals", Safety.SAFE,
+        removed_internals.triggers(),
+        summary="_LRScheduler -> LRScheduler, private DataLoader paths, zero_gradients, type-name tests -> dtype",
+    ),
+    Spec(
+        "TM101", "cuda-to-device", "codemods.transforms.cuda_to_device:CudaToDevice", Safety.SAFE,
+        cuda_to_device.triggers(),
+        summary="x.cuda() -> x.to(device); torch.cuda.FloatTensor(n) -> torch.empty(n, dtype=..., device=device)",
+        gate=cuda_to_device.GATE,
+    ),
     # after TM101: reuses the `device` TM101 defined (or defines it the same way)
-    Spec("TM102", "load-map-location", load_map_location.LoadMapLocation, Safety.REVIEW, load_map_location.triggers()),
+    Spec(
+        "TM102", "load-map-location", "codemods.transforms.load_map_location:LoadMapLocation", Safety.REVIEW,
+        load_map_location.triggers(),
+        summary="torch.load(f) -> torch.load(f, map_location=device)",
+        gate=load_map_location.GATE,
+    ),
     # after TM101/TM102: their `.to(device)` is what TM103 moves inside the wrap; DDP must see the
     # model on its device before wrapping.
     Spec(
-        "TM103",
-        "dataparallel-to-ddp",
-        dataparallel_to_ddp.DataParallelToDDP,
-        Safety.REVIEW,
+        "TM103", "dataparallel-to-ddp", "codemods.transforms.dataparallel_to_ddp:DataParallelToDDP", Safety.REVIEW,
         dataparallel_to_ddp.triggers(),
+        summary="nn.DataParallel(model) -> DDP scaffolding that runs as one process or under torchrun",
+        gate=dataparallel_to_ddp.GATE,
     ),
     # after TM103: it recognises TM103's `ddp_wrap(...)` as a wrapped model, and reuses its helpers.
     Spec(
-        "TM104",
-        "state-dict-prefix",
-        state_dict_prefix.StateDictPrefix,
-        Safety.SAFE,
+        "TM104", "state-dict-prefix", "codemods.transforms.state_dict_prefix:StateDictPrefix", Safety.SAFE,
         state_dict_prefix.triggers(),
+        summary="torch.save(dp_model.state_dict()) -> unwrap first; strip `module.` with consume_prefix_in_state_dict_if_present",
+        gate=state_dict_prefix.GATE,
     ),
     # TM2xx after the TM1xx codemods: they rewrite `.cuda()`/`torch.load` inside datasets first,
     # and TM201 then moves whole statements (the open) without having to know about devices.
-    Spec("TM201", "h5py-lazy-open", h5py_lazy_open.H5pyLazyOpen, Safety.REVIEW, h5py_lazy_open.triggers()),
+    Spec(
+        "TM201", "h5py-lazy-open", "codemods.transforms.h5py_lazy_open:H5pyLazyOpen", Safety.REVIEW,
+        h5py_lazy_open.triggers(),
+        summary="self.f = h5py.File(p) in Dataset.__init__ -> one lazily opened handle per process",
+        gate=h5py_lazy_open.GATE,
+    ),
     # After TM003: `total += loss.data[0]` is already `loss.item()` there, and TM002 has removed
     # `Variable(...)` wrappers that would hide a loss call from TM202.
-    Spec("TM202", "loss-accumulation", loss_accumulation.LossAccumulation, Safety.UNSAFE, loss_accumulation.triggers()),
+    Spec(
+        "TM202", "loss-accumulation", "codemods.transforms.loss_accumulation:LossAccumulation", Safety.UNSAFE,
+        loss_accumulation.triggers(),
+        summary="total += loss (a Python number accumulating a loss tensor) -> total += loss.item()",
+    ),
     # TM301 after TM1xx/TM2xx: TM102 adds `map_location=` first; this adds `weights_only=` after it.
-    Spec("TM301", "load-weights-only", load_weights_only.LoadWeightsOnly, Safety.REVIEW, load_weights_only.triggers()),
+    Spec(
+        "TM301", "load-weights-only", "codemods.transforms.load_weights_only:LoadWeightsOnly", Safety.REVIEW,
+        load_weights_only.triggers(),
+        summary="torch.load(f) -> torch.load(f, weights_only=True) for state dicts, else False + finding",
+        gate=load_weights_only.GATE,
+    ),
     # TM401 last of the TM4xx slot, after TM3xx: plain Python/NumPy renames no other codemod reads.
-    Spec("TM401", "python-compat", python_compat.PythonCompat, Safety.SAFE, python_compat.triggers()),
+    Spec(
+        "TM401", "python-compat", "codemods.transforms.python_compat:PythonCompat", Safety.SAFE,
+        python_compat.triggers(),
+        summary="collections.Mapping -> collections.abc.Mapping; np.Inf/np.float/... -> np.inf/float/...",
+        gate=python_compat.GATE,
+    ),
 )
 
 # Findings-only checks (TM9xx): they rewrite nothing. They run before the codemods, so that their
@@ -137,12 +220,39 @@ PIPELINE: tuple[Spec, ...] = (
 # `device = ...`). Kept out of PIPELINE, whose every entry rewrites something, but selected,
 # listed and explained like the codemods.
 CHECKS: tuple[Spec, ...] = (
-    Spec("TM901", "missing-detach", missing_detach.MissingDetach, Safety.SAFE, missing_detach.triggers()),
-    Spec("TM902", "empty-cache-without-del", empty_cache_without_del.EmptyCacheWithoutDel, Safety.SAFE, empty_cache_without_del.triggers()),
-    Spec("TM903", "softmax-without-dim", softmax_without_dim.SoftmaxWithoutDim, Safety.SAFE, softmax_without_dim.triggers()),
-    Spec("TM904", "explicit-cuda-index", explicit_cuda_index.ExplicitCudaIndex, Safety.SAFE, explicit_cuda_index.triggers()),
+    Spec(
+        "TM901", "missing-detach", "codemods.transforms.missing_detach:MissingDetach", Safety.SAFE,
+        missing_detach.triggers(),
+        summary="a model's output feeds another model's loss without .detach() (GAN, teacher-student)",
+        gate=missing_detach.GATE,
+    ),
+    Spec(
+        "TM902", "empty-cache-without-del", "codemods.transforms.empty_cache_without_del:EmptyCacheWithoutDel", Safety.SAFE,
+        empty_cache_without_del.triggers(),
+        summary="torch.cuda.empty_cache() with nothing deleted before it",
+        gate=empty_cache_without_del.GATE,
+    ),
+    Spec(
+        "TM903", "softmax-without-dim", "codemods.transforms.softmax_without_dim:SoftmaxWithoutDim", Safety.SAFE,
+        softmax_without_dim.triggers(),
+        summary="F.softmax(x) / nn.Softmax() without dim (the implicit choice is deprecated)",
+        gate=softmax_without_dim.GATE,
+    ),
+    Spec(
+        "TM904", "explicit-cuda-index", "codemods.transforms.explicit_cuda_index:ExplicitCudaIndex", Safety.SAFE,
+        explicit_cuda_index.triggers(),
+        summary=".cuda(i) with an explicit device index fails without CUDA",
+    ),
 )
 
+
+def _docstring(module: str, name: str) -> str:
+    """Class `name`'s docstring, from the ast of `module`'s source (not imported)."""
+    source = importlib.util.find_spec(module).loader.get_source(module)
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return ast.get_docstring(node, clean=False) or ""
+    raise LookupError(f"{module} defines no class {name}")
 
 
 def all_specs() -> tuple[Spec, ...]:

@@ -14,6 +14,14 @@ Measured, each as its own process, in one run, interleaved by repetition:
   5. ruff `check --select ALL --no-cache` as the compiled-tool reference.
 For each: median and min-max wall time, peak RSS of the whole process tree (sampled from /proc),
 lines per second; then the ratios torch-migrate/floor, TorchFix/torch-migrate and cold/warm.
+
+Beside the corpus (issue 18; `--no-corpus` measures only these):
+  6. start-up: `list`, `explain TM104`, `run --check` of one clean file and of an empty folder
+     (warm cache, as pre-commit meets them), the bare interpreter (`python -c pass`) and ruff on
+     the clean file; each a fresh process, `--startup-repeat` times, interleaved; medians;
+  7. small repositories (`--small`, default: a few corpus projects of 2,700-7,800 lines, and
+     fixtures/projects/): `run --diff` cold against the libcst parse floor of the same files,
+     both --jobs 1, side by side; the ratio of their medians per project (target < 1.5).
 """
 
 from __future__ import annotations
@@ -38,6 +46,8 @@ import corpus  # noqa: E402
 
 TORCHFIX = "torchfix==0.7.0"
 RUFF = "ruff"
+SMALL = ("pytorch-ignite", "pytorch3dunet", "robustness")  # a few thousand lines each
+FIXTURE_PROJECTS = ROOT / "fixtures" / "projects"
 
 
 # -- measuring one command ----------------------------------------------------------------------
@@ -130,6 +140,74 @@ def peer_venv(directory: Path, log=print) -> Path:
     return directory
 
 
+# -- start-up and small repositories (issue 18) --------------------------------------------------
+
+
+def _medians(commands: dict[str, tuple[list[str], dict | None]], repeat: int, label: str) -> dict[str, dict]:
+    """Each command `repeat` times, interleaved by repetition; median and min-max wall seconds."""
+    walls: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, (command, command_env) in commands.items():
+            walls[name].append(measure(command, command_env)["wall"])
+    out = {}
+    for name, runs in walls.items():
+        out[name] = {"median_s": statistics.median(runs), "min_s": min(runs), "max_s": max(runs), "runs": runs}
+        print(f"  {label} {name:<52} {out[name]['median_s'] * 1000:7.0f} ms  ({min(runs) * 1000:.0f}-{max(runs) * 1000:.0f})")
+    return out
+
+
+def startup(scratch: Path, env: dict, repeat: int, ruff: Path | None) -> dict[str, dict]:
+    """Fresh-process wall time of the commands that parse nothing (pre-commit pays it per commit)."""
+    home = scratch / "startup"
+    (home / "empty").mkdir(parents=True)
+    clean = home / "clean.py"
+    clean.write_text("import torch\n\n\ndef relu(x):\n    return torch.relu(x)\n")
+    run_env = {**env, "TORCH_MIGRATE_CACHE_DIR": str(home / "cache")}
+    tm = [sys.executable, "-m", "codemods"]
+    commands = {
+        "python -c pass (the interpreter alone)": ([sys.executable, "-c", "pass"], env),
+        "torch-migrate list": ([*tm, "list"], env),
+        "torch-migrate explain TM104": ([*tm, "explain", "TM104"], env),
+        "torch-migrate run --check <one clean file>": ([*tm, "run", "--check", str(clean)], run_env),
+        "torch-migrate run --check <an empty folder>": ([*tm, "run", "--check", str(home / "empty")], run_env),
+    }
+    if ruff is not None:
+        commands["ruff check <one clean file>"] = ([str(ruff), "check", "--quiet", "--exit-zero", "--isolated", str(clean)], env)
+    measure(commands["torch-migrate run --check <one clean file>"][0], run_env)  # the warm cache pre-commit has
+    return _medians(commands, repeat, "start-up")
+
+
+def small_repositories(targets: dict[str, Path], scratch: Path, env: dict, repeat: int) -> dict[str, dict]:
+    """Per project: `run --diff` cold at --jobs 1 against the libcst parse floor of its files."""
+    out = {}
+    for name, root in targets.items():
+        files = corpus.python_files(root)
+        listing = scratch / f"small-{name.replace('/', '-')}.txt"
+        listing.write_text("\n".join(str(p) for p in files))
+        runs = {"run": [], "floor": []}
+        for rep in range(repeat):
+            cache = scratch / f"small-cache-{rep}"
+            command = [sys.executable, "-m", "codemods", "run", str(root), "--diff", "--no-config", "-j", "1",
+                       "--format", "json", "-o", str(scratch / "small-report.json")]  # fmt: skip
+            runs["run"].append(measure(command, {**env, "TORCH_MIGRATE_CACHE_DIR": str(cache)})["wall"])
+            runs["floor"].append(measure([sys.executable, str(Path(__file__).resolve()), "--_parse-floor", str(listing), "1"], env)["wall"])
+            shutil.rmtree(cache, ignore_errors=True)
+        run, floor = statistics.median(runs["run"]), statistics.median(runs["floor"])
+        out[name] = {"files": len(files), "lines": corpus.count_lines(files), "run_median_s": run,
+                     "floor_median_s": floor, "ratio": run / floor, "runs": runs}  # fmt: skip
+        print(f"  small {name:<22} {out[name]['lines']:>6,} lines  run {run:6.2f} s  floor {floor:6.2f} s  ratio {run / floor:5.2f}")
+    return out
+
+
+def report_issue18(startup_times: dict, small: dict) -> None:
+    print(f"\n{'start-up, fresh process':<52} {'median ms':>10} {'min-max ms':>13}")
+    for name, row in startup_times.items():
+        print(f"{name:<52} {row['median_s'] * 1000:>10.0f} {row['min_s'] * 1000:>6.0f}-{row['max_s'] * 1000:<6.0f}")
+    print(f"\n{'small repository (run --diff cold -j1)':<40} {'lines':>7} {'run s':>7} {'floor s':>8} {'ratio':>6}  (target < 1.5)")
+    for name, row in small.items():
+        print(f"{name:<40} {row['lines']:>7,} {row['run_median_s']:>7.2f} {row['floor_median_s']:>8.2f} {row['ratio']:>6.2f}")
+
+
 # -- the run --------------------------------------------------------------------------------------
 
 
@@ -147,10 +225,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peers-dir", type=Path, default=corpus.default_dir().parent / "bench-peers")
     parser.add_argument("--json", type=Path, default=Path("bench-results.json"))
     parser.add_argument("--no-h5py", action="store_true", help="skip TM201's DataLoader benchmark")
+    parser.add_argument("--no-corpus", action="store_true", help="only the start-up and small-repository figures")
+    parser.add_argument("--startup-repeat", type=int, default=9, help="repetitions of each start-up command")
+    parser.add_argument(
+        "--small", action="append", choices=sorted(corpus.BY_NAME),
+        help=f"small corpus projects to compare with the parse floor (default: {', '.join(SMALL)}; fixtures/projects always)",
+    )  # fmt: skip
     parser.add_argument("--_parse-floor", nargs=2, metavar=("LIST", "JOBS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args._parse_floor:
         parse_floor(args._parse_floor[0], int(args._parse_floor[1]))
+        return 0
+
+    scratch = Path(tempfile.mkdtemp(prefix="tm-bench-"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    small_dirs = corpus.ensure(list(args.small or SMALL), args.dir)
+    small_targets = {**{name: small_dirs[name] for name in args.small or SMALL}, "fixtures/projects": FIXTURE_PROJECTS}
+    venv = peer_venv(args.peers_dir) if not (args.no_torchfix and args.no_ruff) else None
+    print(f"start-up ({args.startup_repeat} repetitions) and small repositories ({args.repeat}):")
+    startup_times = startup(scratch, env, args.startup_repeat, venv / "bin" / "ruff" if venv and not args.no_ruff else None)
+    small = small_repositories(small_targets, scratch, env, args.repeat)
+    if args.no_corpus:
+        report_issue18(startup_times, small)
+        out = {"startup": startup_times, "small_repositories": small, "machine": _machine()}
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+        print(f"\nwrote {args.json}")
+        shutil.rmtree(scratch, ignore_errors=True)
         return 0
 
     dirs = corpus.ensure(args.only, args.dir)
@@ -160,11 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"corpus: {len(dirs)} projects, {len(files)} files, {lines:,} lines; jobs N={n}; {args.repeat} repetitions"
           + (f" ({args.peer_repeat} of the peers)" if args.peer_repeat is not None else ""))
 
-    scratch = Path(tempfile.mkdtemp(prefix="tm-bench-"))
     list_file = scratch / "files.txt"
     list_file.write_text("\n".join(str(p) for p in files))
     targets = [str(p) for p in dirs.values()]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
     def tm(jobs: int) -> list[str]:
         return [sys.executable, "-m", "codemods", "run", *targets, "--diff", "--no-config", "-j", str(jobs),
@@ -181,8 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         "libcst parse floor -j1": ([*floor, "1"], env, False),
         f"libcst parse floor -j{n}": ([*floor, str(n)], env, False),
     }
-    if not (args.no_torchfix and args.no_ruff):
-        venv = peer_venv(args.peers_dir)
+    if venv is not None:
         if not args.no_torchfix:
             commands[f"TorchFix 0.7.0 check -j{n}"] = ([str(venv / "bin" / "torchfix"), "-j", str(n), *targets], None, False)
         if not args.no_ruff:
@@ -236,19 +333,12 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None:
             print(f"{name:<44} {value:8.2f}")
     print(f"peak RSS torch-migrate cold -j{n}: {summary[f'torch-migrate cold -j{n}']['peak_rss_mb']:.0f} MB (target <= 400)")
+    report_issue18(startup_times, small)
 
-    machine = {
-        "platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
-        "processor": platform.processor() or platform.machine(),
-    }  # fmt: skip
-    from importlib.metadata import version
-
-    machine["libcst"] = version("libcst")
-    if hasattr(os, "getloadavg"):
-        machine["loadavg_end"] = os.getloadavg()
     out = {
         "corpus": {"projects": sorted(dirs), "files": len(files), "lines": lines},
-        "jobs": n, "repeat": args.repeat, "peer_repeat": peer_repeat, "machine": machine, "results": summary, "ratios": ratios,
+        "jobs": n, "repeat": args.repeat, "peer_repeat": peer_repeat, "machine": _machine(), "results": summary, "ratios": ratios,
+        "startup": startup_times, "small_repositories": small,
     }  # fmt: skip
     if not args.no_h5py:
         # TM201: the lazily opened dataset against the naive "open the file in every __getitem__".
@@ -261,6 +351,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nwrote {args.json}")
     shutil.rmtree(scratch, ignore_errors=True)
     return 0
+
+
+def _machine() -> dict:
+    from importlib.metadata import version
+
+    machine = {
+        "platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
+        "processor": platform.processor() or platform.machine(), "libcst": version("libcst"),
+    }  # fmt: skip
+    if hasattr(os, "getloadavg"):
+        machine["loadavg_end"] = os.getloadavg()
+    return machine
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import pytest
 
 from codemods import registry
 from codemods.api import transform_source
-from codemods.transforms.python_compat import COLLECTIONS_ABCS, NUMPY
+from codemods.gates.python_compat import COLLECTIONS_ABCS, NUMPY
 
 np = pytest.importorskip("numpy")
 

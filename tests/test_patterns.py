@@ -11,7 +11,7 @@ from codemods import registry
 from codemods.helpers.patterns import Words
 
 FIXTURES = sorted(Path(__file__).resolve().parent.parent.joinpath("fixtures").rglob("*.py"))
-PATTERNS = sorted({p for spec in registry.all_specs() for p in (*spec.triggers, *spec.codemod.SITES)})
+PATTERNS = sorted({p for spec in registry.all_specs() for p in (*spec.triggers, *spec.gate.sites)})
 
 
 def _texts() -> list[str]:

@@ -9,6 +9,7 @@ import remover against what a reader would call used.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import libcst as cst
@@ -167,25 +168,20 @@ def test_positions_from_the_statement_map_are_libcsts(spec: registry.Spec, monke
     """Every codemod, pruning or not, reports the lines and columns libcst's PositionProvider
     gives (what it falls back to without a statement map): also for nodes reported after the
     walk that found them (TM103's survey) and from leave_ handlers."""
-    from codemods.engine import pipeline
+    from codemods.helpers import sites
 
     with_map = [_outcome(spec, path.read_text(), spec.codemod.PRUNE) for path in INPUTS]
-    monkeypatch.setattr(pipeline.Sites, "of", classmethod(lambda cls, *args: None))
+    monkeypatch.setattr(sites.Sites, "of", classmethod(lambda cls, *args: None))
     without = [_outcome(spec, path.read_text(), spec.codemod.PRUNE) for path in INPUTS]
     assert with_map == without
     assert any(findings for _, _, findings, _ in with_map) or spec.code in {"TM000", "TM007"}
 
 
-GATED = [s for s in registry.all_specs() if s.codemod.GATED]
+GATED = [s for s in registry.all_specs() if s.gate.may_act is not None]
 
 
 def _ungated(spec: registry.Spec, source: str):
-    saved = spec.codemod.GATED
-    spec.codemod.GATED = False
-    try:
-        return _outcome(spec, source, spec.codemod.PRUNE)
-    finally:
-        spec.codemod.GATED = saved
+    return _outcome(replace(spec, gate=replace(spec.gate, may_act=None)), source, spec.codemod.PRUNE)
 
 
 @pytest.mark.parametrize("spec", GATED, ids=lambda s: s.code)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from codemods.engine.pipeline import Result, transform_source
-from codemods.helpers.codemod import FileContext
+from codemods.helpers.context import FileContext
 from codemods.registry import Spec
 from codemods.results import Finding, Problem
 

@@ -1,21 +1,28 @@
-"""Parse once, run the selected codemods in order, check the output: the per-file heart of the tool."""
+"""Parse once, run the selected codemods in order, check the output: the per-file heart of the tool.
+
+libcst, the statement map and the codemods are imported where a file is parsed and run (`_parse`,
+`_run`): a file whose every firing codemod is declined by its triggers or gates (registry.py,
+codemods/gates/) costs neither their import nor a parse.
+"""
 
 from __future__ import annotations
 
 import re
 import warnings
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import libcst as cst
-from libcst.codemod import CodemodContext, SkipFile
-
-from codemods.helpers.codemod import FileContext
+from codemods.helpers.context import FileContext
 from codemods.engine import legacy_syntax
 from codemods.helpers.noqa import is_suppressed, noqa_lines
-from codemods.helpers.sites import Pruner, Scan, Sites
+from codemods.helpers.scan import Scan
 from codemods.registry import Spec
 from codemods.results import Finding, Problem
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from codemods.helpers.sites import Sites
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,8 @@ def _pathological(text: str) -> bool:
 
 
 def _parse(text: str, path: str) -> cst.Module | Problem:
+    import libcst as cst
+
     if _pathological(text):
         python = _compile_error(text, path)
         if python is not None:
@@ -101,6 +110,10 @@ def _run(
     the statements that hold none of their words. After a codemod rewrote the tree, the map is
     made again from the new text before the next codemod (statements it rebuilt are not in the
     old map, and positions for them would cost a layout of the whole module)."""
+    from libcst.codemod import CodemodContext, SkipFile
+
+    from codemods.helpers.sites import Pruner, Sites
+
     rewrites: dict[str, int] = {}
     findings: list[Finding] = []
     stale = False
@@ -113,7 +126,7 @@ def _run(
             if not rewrites:
                 continue
             scan = sites.scan if sites is not None else Scan.of(tree.code)
-            if scan is not None and not spec.codemod.may_act(scan, spec.sites, file.facts):
+            if scan is not None and not spec.gate.may_act(scan, spec.sites, file.facts):
                 continue
         # A fresh context per codemod: chained codemods sharing one re-apply each other's imports.
         codemod = spec.codemod(CodemodContext(filename=file.path), file)
@@ -152,19 +165,20 @@ def _culprit(tree: cst.Module, specs: Sequence[Spec], file: FileContext, sites: 
 
 def _firing(specs: Sequence[Spec], source: str, file: FileContext) -> list[Spec]:
     """The codemods that may change this text: trigger regexes first, then the codemod's own gate."""
-    return [s for s in specs if s.fires_on(source) and s.codemod.applies(source, file.facts)]
+    return [s for s in specs if s.fires_on(source) and (s.gate.applies is None or s.gate.applies(source, file.facts))]
 
 
 def _gated(firing: list[Spec], source: str, file: FileContext) -> tuple[frozenset[str], Scan | None]:
     """The codes in `firing` whose ast gate finds none of their sites in `source` (most files
     that say `softmax` pass `dim=`; most `.float` is `x.float()`, not `np.float`), and the Scan,
     which the statement map reuses. Without an ast (a syntax error, Python 2), none."""
-    if not any(s.codemod.GATED for s in firing):
+    gated = [s for s in firing if s.gate.may_act is not None]
+    if not gated:
         return frozenset(), None
     scan = Scan.of(source)
     if scan is None:
         return frozenset(), None
-    return frozenset(s.code for s in firing if s.codemod.GATED and not s.codemod.may_act(scan, s.sites, file.facts)), scan
+    return frozenset(s.code for s in gated if not s.gate.may_act(scan, s.sites, file.facts)), scan
 
 
 def transform_source(source: str, specs: Sequence[Spec], file: FileContext | None = None) -> Result:
@@ -192,6 +206,8 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
     firing = [s for s in firing if not _pre_parse(s)]
     # The statement map prunes walks, and gives findings their positions at the cost of one
     # statement's layout instead of the whole module's: made for every parsed file.
+    from codemods.helpers.sites import Sites
+
     sites = Sites.of(source, tree, scan)
     try:
         new_tree, rewrites, findings, new_code = _run(tree, firing, file, sites, declined)
@@ -230,7 +246,7 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
 
 
 def _pre_parse(spec: Spec) -> bool:
-    return bool(getattr(spec.codemod, "PRE_PARSE", False))
+    return spec.gate.pre_parse
 
 
 def _repair_legacy_syntax(source: str, file: FileContext, spec: Spec):

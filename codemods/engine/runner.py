@@ -18,8 +18,8 @@ from codemods.engine.interrupt import Interrupted, StopFlag, deferred_interrupt,
 from codemods.engine.notebooks import cell_label, transform_notebook
 from codemods.engine.pipeline import transform_source
 from codemods.engine.source import Decoded, SourceError, decode
-from codemods.helpers.codemod import FileContext
 from codemods.engine.writer import ReadOnly, write_atomic
+from codemods.helpers.context import FileContext
 from codemods.helpers.facts import RepoFacts
 from codemods.registry import Spec
 from codemods.results import FileResult, Problem, Status
@@ -88,7 +88,7 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
         return None
     key = outcome = source = None
     if cache is not None:
-        uses_facts = any(s.codemod.USES_REPO_FACTS for s in specs)
+        uses_facts = any(s.gate.uses_repo_facts for s in specs)
         key = cache.key(data, display, [s.code for s in specs], plan.device_name, plan.facts if uses_facts else None)
         outcome = cache.get(key)
     if outcome is None:

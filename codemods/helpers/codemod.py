@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from functools import lru_cache
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from collections.abc import Mapping
 from typing import Callable, ClassVar, Generator, Iterator, Sequence, TypeVar
 
@@ -19,12 +19,12 @@ from libcst.codemod import Codemod, CodemodContext, VisitorBasedCodemodCommand
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from codemods.helpers.facts import RepoFacts
+from codemods.helpers.context import FileContext  # noqa: F401  (re-exported)
 from codemods.helpers.import_edits import TopImportsAdder, UsedNamesRemover
 from codemods.helpers.names import Imports
 from codemods.helpers.noqa import is_suppressed
 from codemods.helpers.patterns import Words
-from codemods.helpers.sites import Pruner, Scan, Sites, prune_visit
+from codemods.helpers.sites import Pruner, Sites, prune_visit
 from codemods.results import Finding
 
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
@@ -65,49 +65,17 @@ class _LazyMetadata(Mapping):
         return len(self._mapping())
 
 
-@dataclass(frozen=True)
-class FileContext:
-    """What a codemod may know beyond the tree: the file, the options, whole-repo facts."""
-
-    path: str = "<string>"
-    device_name: str = "device"
-    facts: RepoFacts = field(default_factory=RepoFacts)
-    noqa: dict[int, frozenset[str]] = field(default_factory=dict)
-
-
 class MigrationCodemod(VisitorBasedCodemodCommand):
     """Base for codemods: position-aware findings, noqa-aware rewrites, import resolution."""
 
     CODE: ClassVar[str] = ""
     SAFETY: ClassVar[str] = "safe"
-    USES_REPO_FACTS: ClassVar[bool] = False  # ask the engine for the whole-repo first pass
     PRUNE: ClassVar[bool] = False
     """True: every site of this codemod, and everything it needs to decide one, lies in statements
-    whose lines match its triggers (or `SITES`), so the walk skips every other statement
-    (helpers/sites.py). False for a codemod that learns from statements without its words."""
-    SITES: ClassVar[tuple[str, ...]] = ()
-    """Regexes for statements to visit besides the trigger lines (with PRUNE)."""
-
-    @classmethod
-    def applies(cls, text: str, facts: RepoFacts) -> bool:
-        """A second, file-level gate after the trigger regexes, with the repo facts at hand.
-
-        The triggers say "this text may need me"; a codemod whose decision also depends on the
-        whole repository (or on a second word being present) can decline a file here, before it
-        is parsed for it. Default: yes.
-        """
-        return True
-
-    GATED: ClassVar[bool] = False
-    """True: `may_act` can decline a file from CPython's ast, before libcst parses it."""
-
-    @classmethod
-    def may_act(cls, scan: Scan, words: Sequence[Words], facts: RepoFacts) -> bool:
-        """With GATED: whether anything on the lines of `words` (this codemod's triggers and
-        SITES) could be one of its sites, given the repo's facts. Must never say no to a file the
-        codemod would change or report on: a superset of its decisions, from the ast
-        (`Scan.nodes`, `Scan.qualified`)."""
-        return True
+    whose lines match its triggers (or its gate's `sites`), so the walk skips every other
+    statement (helpers/sites.py). False for a codemod that learns from statements without its
+    words. (What the engine decides before parsing, it reads from the registry and
+    codemods/gates/, without importing the codemod.)"""
 
     METADATA_DEPENDENCIES = (PositionProvider,)
 

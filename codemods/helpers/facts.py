@@ -11,8 +11,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from codemods.helpers.sites import ast_dotted as _dotted
-from codemods.helpers.sites import ast_statements as _statements
+from codemods.helpers.scan import ast_dotted as _dotted
+from codemods.helpers.scan import ast_statements as _statements
 
 # Bases that make a class an nn.Module / a Dataset, by their imported dotted name.
 _MODULE_ROOTS = ("torch.nn.", "torch.nn.Module")

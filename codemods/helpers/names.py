@@ -14,6 +14,8 @@ from typing import Sequence
 
 import libcst as cst
 
+from codemods.helpers.scan import _BLOCKS
+
 
 def dotted(expr: cst.BaseExpression) -> str | None:
     """`a.b.c` as a string, or None when the expression is not a plain dotted name."""
@@ -132,10 +134,6 @@ class _ImportCollector(cst.CSTVisitor):
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._depth -= 1
-
-
-# Attributes of compound statements that hold statements, in source order.
-_BLOCKS = ("body", "handlers", "cases", "orelse", "finalbody")
 
 
 def walk_statements(body: Sequence[cst.CSTNode], visitor: cst.CSTVisitor) -> None:

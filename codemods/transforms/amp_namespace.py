@@ -27,14 +27,6 @@ AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
 _OLD_MODULES = ("torch.cuda", "torch.cpu")
 
 
-def triggers() -> tuple[str, ...]:
-    return (
-        r"\b(?:cuda|cpu)\.amp\b",
-        r"\bfrom\s+torch\.(?:cuda|cpu)\s+import\b",
-        r"\bimport\s+torch\.(?:cuda|cpu)\s+as\b",
-    )
-
-
 def _device_arg(device: str, more: bool) -> cst.Arg:
     comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if more else cst.MaybeSentinel.DEFAULT
     return cst.Arg(value=cst.SimpleString(f'"{device}"'), comma=comma)
@@ -102,7 +94,6 @@ class AmpNamespace(MigrationCodemod):
 
     CODE = "TM004"
     PRUNE = True  # its sites, and the statement each sits in, are on trigger lines
-    DESCRIPTION = 'torch.cuda.amp.autocast() -> torch.amp.autocast("cuda")'
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.forms = import_forms(tree)

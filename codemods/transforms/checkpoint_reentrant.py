@@ -15,12 +15,6 @@ CHECKPOINTS = {
 }
 
 
-def triggers() -> tuple[str, ...]:
-    # Only a file that imports torch's checkpoint module can call it; the bare word "checkpoint"
-    # is in most training scripts (saving one), which made this fire on 165 corpus files.
-    return (r"utils\.checkpoint", r"utils\s+import\s+\(?[^)\n]*\bcheckpoint")
-
-
 class CheckpointReentrant(MigrationCodemod):
     """Pass `use_reentrant=True` explicitly to activation checkpointing.
 
@@ -62,7 +56,6 @@ class CheckpointReentrant(MigrationCodemod):
 
     CODE = "TM005"
     PRUNE = True  # its sites are `checkpoint(...)` calls on trigger lines
-    DESCRIPTION = "checkpoint(fn, x) -> checkpoint(fn, x, use_reentrant=True)"
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         name = self.qualified_name(original_node.func)

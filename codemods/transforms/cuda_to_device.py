@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
 
 import libcst as cst
 
+from codemods.gates.cuda_to_device import legacy_tensor_types
 from codemods.helpers import args as A
 from codemods.helpers.device import DeviceCodemod, Scope
 from codemods.helpers.names import attribute_chain, dotted, walk_statements
-
-
-@lru_cache(maxsize=None)
-def legacy_tensor_types() -> dict[str, str]:
-    """`FloatTensor` -> `float32`, from codemods/data/legacy_tensor_types.json."""
-    return json.loads(resources.files("codemods.data").joinpath("legacy_tensor_types.json").read_text())
-
-
-def triggers() -> tuple[str, ...]:
-    types = "|".join(sorted(legacy_tensor_types()))
-    return (r"\.cuda\s*\(", rf"\bcuda\.(?:{types})\b", r"\bfrom\s+torch\.cuda\s+import\b", r"\bimport\s+torch\.cuda\b", r"\bset_default_tensor_type\b")
 
 
 def cuda_tensor_type(qualified: str | None) -> str | None:
@@ -146,8 +133,6 @@ class CudaToDevice(DeviceCodemod):
     CODE = "TM101"
     PRUNE = True  # its sites are on `cuda` lines; the device plan comes from its own full pass
     SAFETY = "safe"
-    USES_REPO_FACTS = True
-    DESCRIPTION = "x.cuda() -> x.to(device); torch.cuda.FloatTensor(n) -> torch.empty(n, dtype=..., device=device)"
 
     def visit_Module(self, node: cst.Module) -> bool:
         collector = _ClassCollector()
@@ -533,4 +518,3 @@ def _pure(expr: cst.BaseExpression) -> bool:
 
 _EQ = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 _COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-

@@ -35,10 +35,6 @@ PURE_QUALIFIED = frozenset({"time.time", "torch.cuda.device_count", "torch.cuda.
 LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
 
 
-def triggers() -> tuple[str, ...]:
-    return (r"\bDataParallel\b",)
-
-
 @dataclass
 class _Scope:
     func: cst.CSTNode | None = None
@@ -371,8 +367,6 @@ class DataParallelToDDP(MigrationCodemod):
 
     CODE = "TM103"
     SAFETY = "review"
-    USES_REPO_FACTS = True  # which classes are nn.Modules (a DataParallel inside one is declined)
-    DESCRIPTION = "nn.DataParallel(model) -> DDP scaffolding that runs as one process or under torchrun"
 
     def visit_Module(self, node: cst.Module) -> bool:
         survey = _Survey(self)

@@ -2,56 +2,18 @@
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
-from importlib import resources
-
 import libcst as cst
 
+from codemods.gates.deprecated_api import table
 from codemods.helpers import args as A
 from codemods.helpers.codemod import MigrationCodemod
-from codemods.helpers.sites import Scan
 from codemods.helpers.keywords import append_args, keyword_arg
 from codemods.helpers.spelling import head, import_forms, reference, retire
 
-# Short names that are also everyday words (or current torch names) trigger only in the spellings
-# the deprecated function can have: `init.normal(`, `F.sigmoid(`, `torch.range(`, or an import.
-_INIT_COMMON = ("normal", "uniform", "constant", "eye", "sparse")
-_TORCH_COMMON = ("sigmoid", "tanh")  # torch.sigmoid is current; F.sigmoid is not
-_DOTTED_COMMON = ("range", "ger")
-_LINALG_COMMON = ("solve", "eig", "qr")  # torch.linalg.solve is current
-_COMMON = frozenset(_INIT_COMMON + _TORCH_COMMON + _DOTTED_COMMON + _LINALG_COMMON)
 _INT_FUNCS = frozenset({"len", "int"})
 _INT_OPS = (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide)
 # set_default_tensor_type's CPU tensor types -> dtypes. CUDA types belong to TM101 (cuda-to-device).
 _CPU_TYPES = {"torch.FloatTensor": "torch.float32", "torch.DoubleTensor": "torch.float64"}
-
-
-@lru_cache(maxsize=None)
-def table() -> dict[str, dict]:
-    """Qualified name (and every alias) -> entry."""
-    data = json.loads(resources.files("codemods.data").joinpath("deprecated_api.json").read_text())
-    by_name = {}
-    for name, entry in data.items():
-        entry = {**entry, "name": name}
-        by_name[name] = entry
-        for alias in entry["aliases"]:
-            by_name[alias] = entry
-    return by_name
-
-
-def triggers() -> tuple[str, ...]:
-    short = sorted({name.rsplit(".", 1)[-1] for name in table()})
-    rare = [n for n in short if n not in _COMMON]
-    return (
-        rf"\b(?:{'|'.join(rare)})\b",
-        rf"\binit\s*\.\s*(?:{'|'.join(_INIT_COMMON)})\s*\(",
-        r"\binit\s+as\b",  # `from torch.nn import init as winit`
-        rf"(?<!torch)\.\s*(?:{'|'.join(_TORCH_COMMON)})\s*\(",
-        rf"\.\s*(?:{'|'.join(_DOTTED_COMMON)})\s*\(",
-        rf"(?<!linalg)\.\s*(?:{'|'.join(_LINALG_COMMON)})\s*\(",
-        rf"\bfrom\s+torch[\w.]*\s+import\s+(?:\([^)]*|[^\n]*)\b(?:{'|'.join(sorted(_COMMON))})\b",
-    )
 
 
 def int_value(expr: cst.BaseExpression) -> int | None:
@@ -174,15 +136,6 @@ class DeprecatedApi(MigrationCodemod):
 
     CODE = "TM006"
     PRUNE = True  # its sites are the deprecated names on trigger lines
-    DESCRIPTION = "F.upsample -> F.interpolate, nn.init.xavier_uniform -> xavier_uniform_, torch.range -> arange, ..."
-
-    GATED = True
-
-    @classmethod
-    def may_act(cls, scan: Scan, words, facts) -> bool:
-        """A call that may resolve to a table entry (everything this codemod does starts in
-        leave_Call); `x.normal_(...)`, `np.eye(3)` and `torch.linalg.qr` on the trigger lines are not."""
-        return scan.calls(words, table().keys())
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.forms = import_forms(tree)

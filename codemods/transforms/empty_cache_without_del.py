@@ -7,10 +7,6 @@ import libcst as cst
 from codemods.helpers.codemod import MigrationCodemod
 
 
-def triggers() -> tuple[str, ...]:
-    return (r"\bempty_cache\b",)
-
-
 class EmptyCacheWithoutDel(MigrationCodemod):
     """Report `torch.cuda.empty_cache()` in a scope that deletes nothing before calling it.
 
@@ -48,9 +44,7 @@ class EmptyCacheWithoutDel(MigrationCodemod):
 
     CODE = "TM902"
     PRUNE = True  # its sites are `empty_cache()` calls; what decides them is a `del` in the function
-    SITES = (r"\bdel\b",)
     SAFETY = "findings-only"  # TM9xx: rewrites nothing (registry.Spec.kind)
-    DESCRIPTION = "torch.cuda.empty_cache() with nothing deleted before it"
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -9,10 +9,6 @@ from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.names import dotted
 
 
-def triggers() -> tuple[str, ...]:
-    return (r"\.cuda\s*\(\s*[^)\s]",)
-
-
 class ExplicitCudaIndex(MigrationCodemod):
     """Report `.cuda(i)`, `.cuda(args.gpu)` and `.cuda(device=...)`: an explicit CUDA device.
 
@@ -46,7 +42,6 @@ class ExplicitCudaIndex(MigrationCodemod):
     CODE = "TM904"
     PRUNE = True  # its sites are `.cuda(i)` calls on trigger lines
     SAFETY = "findings-only"  # TM9xx: rewrites nothing (registry.Spec.kind)
-    DESCRIPTION = ".cuda(i) with an explicit device index fails without CUDA"
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

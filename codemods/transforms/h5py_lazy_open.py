@@ -6,24 +6,18 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from codemods.gates.h5py_lazy_open import H5_FILE
 from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.facts import is_dataset_base
 from codemods.helpers.scope import ScopeNodes as _Scope
-from codemods.helpers.sites import Scan
 from codemods.helpers.statements import is_docstring
 from codemods.transforms.h5py_runtime import DESCRIPTOR, HELPER, LAZY
 
-H5_FILE = "h5py.File"
 # Calls that read a value out of what they are given instead of keeping it (`self.n = len(f["x"])`).
 COPYING = frozenset(
     {"len", "int", "float", "str", "bool", "list", "tuple", "set", "dict", "sorted", "sum", "min", "max",
      "numpy.array", "numpy.asarray", "numpy.copy", "torch.tensor", "torch.as_tensor", "torch.from_numpy"}
 )
-
-
-def triggers() -> tuple[str, ...]:
-    # A bare literal: `re` finds it with a fast substring search (a leading `\b` is ~100x slower).
-    return (r"h5py",)
 
 
 def _read_chain(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, int]:
@@ -136,8 +130,6 @@ class H5pyLazyOpen(MigrationCodemod):
 
     CODE = "TM201"
     SAFETY = "review"
-    USES_REPO_FACTS = True
-    DESCRIPTION = "self.f = h5py.File(p) in Dataset.__init__ -> one lazily opened handle per process"
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -152,12 +144,6 @@ class H5pyLazyOpen(MigrationCodemod):
 
     def _is_open(self, node: cst.CSTNode) -> bool:
         return isinstance(node, cst.Call) and self.qualified_name(node.func) == H5_FILE
-
-    GATED = True
-
-    @classmethod
-    def may_act(cls, scan: Scan, words, facts) -> bool:
-        return scan.calls(words, {H5_FILE})  # every change and finding is about an opened file
 
     def visit_Module(self, node: cst.Module) -> None:
         self._loader_classes = set(self.file.facts.loader_classes)
@@ -596,5 +582,3 @@ class _ClassRewriter(cst.CSTTransformer):
         if at < len(body) and not any(line.comment is None for line in body[at].leading_lines):
             body[at] = body[at].with_changes(leading_lines=(cst.EmptyLine(indent=False), *body[at].leading_lines))
         return node.with_changes(body=node.body.with_changes(body=[*body[:at], *lines, *body[at:]]))
-
-

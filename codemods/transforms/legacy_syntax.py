@@ -6,13 +6,7 @@ codemod's documentation and its place in the pipeline.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from codemods.helpers.codemod import MigrationCodemod
-
-
-def triggers() -> tuple[str, ...]:
-    return (r"\basync\b",)
 
 
 class LegacySyntax(MigrationCodemod):
@@ -57,5 +51,3 @@ class LegacySyntax(MigrationCodemod):
     """
 
     CODE = "TM000"
-    DESCRIPTION = "x.cuda(async=True) -> x.cuda(non_blocking=True), before parsing"
-    PRE_PARSE: ClassVar[bool] = True  # the engine runs this before the parse, never on a tree

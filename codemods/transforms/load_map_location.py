@@ -6,18 +6,9 @@ import libcst as cst
 
 from codemods.helpers import args as A
 from codemods.helpers.device import DeviceCodemod
-from codemods.helpers.sites import Scan
 
 # torch.load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args)
 POSITIONAL = ("f", "map_location", "pickle_module")
-
-
-def triggers() -> tuple[str, ...]:
-    """`torch.load(` in any spelling: the same calls TM301 looks at (a bare `\bload\b` also fired
-    on every `json.load`/`pickle.load` file, 355 of the corpus's 2,398)."""
-    from codemods.transforms.load_weights_only import triggers as torch_load
-
-    return torch_load()
 
 
 class LoadMapLocation(DeviceCodemod):
@@ -59,13 +50,6 @@ class LoadMapLocation(DeviceCodemod):
     CODE = "TM102"
     PRUNE = True  # its sites are `torch.load` calls on trigger lines
     SAFETY = "review"
-    DESCRIPTION = "torch.load(f) -> torch.load(f, map_location=device)"
-
-    GATED = True
-
-    @classmethod
-    def may_act(cls, scan: Scan, words, facts) -> bool:
-        return scan.calls(words, {"torch.load"})  # its every site; `import torch as th` alone is none
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.qualified_name(original_node.func) != "torch.load":

@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-
 import libcst as cst
 
+from codemods.gates.load_weights_only import LOADS
 from codemods.helpers import args as A
 from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.keywords import append_args, keyword_arg
 from codemods.helpers.names import Imports
 from codemods.helpers.patterns import Words
-from codemods.helpers.sites import Scan
 
-LOADS = frozenset({"torch.load", "torch.serialization.load"})
 POSITIONAL = ("f", "map_location", "pickle_module")
 # Getting an entry out of a loaded checkpoint keeps the flow: ckpt["model"], ckpt.get("model").
 _GETTERS = frozenset({"get", "pop", "copy"})
-
-
-def triggers() -> tuple[str, ...]:
-    return (
-        r"\btorch\s*\.\s*load\s*\(",
-        r"\bimport\s+torch\s+as\b",  # `th.load(...)`
-        r"\bserialization\b",
-        r"\bfrom\s+torch\s+import\s+(?:\([^)]*|[^\n]*)\bload\b",
-    )
 
 
 def _root(expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -157,15 +146,8 @@ class LoadWeightsOnly(MigrationCodemod):
 
     CODE = "TM301"
     SAFETY = "review"
-    DESCRIPTION = "torch.load(f) -> torch.load(f, weights_only=True) for state dicts, else False + finding"
 
     PRUNE = True  # its sites are `load` calls; what it learns (_Flows) is on `load...` lines too
-
-    GATED = True
-
-    @classmethod
-    def may_act(cls, scan: Scan, words, facts) -> bool:
-        return scan.calls(words, LOADS)  # leave_Call's every site (the flows only inform them)
 
     def visit_Module(self, node: cst.Module) -> None:
         self.flows = _Flows(self.imports)

@@ -22,15 +22,6 @@ FUNCTIONAL = frozenset(
 ARITHMETIC = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign, cst.FloorDivideAssign)
 
 
-def triggers() -> tuple[str, ...]:
-    """`total += name...` or `total = total + name...`: an addition of something that is not a literal.
-
-    Each starts with a literal character, so that `re` can skip ahead (a leading `\\b` or `\\w`
-    makes it try every position: 100x slower on a file with no match).
-    """
-    return (r"\+=[ \t]*[A-Za-z_]", r"=[ \t]*\w+[ \t]*\+[ \t]*[A-Za-z_]")
-
-
 def _scalar_loss_call(call: cst.Call) -> bool:
     """A loss call that returns a 0-dim tensor: not `reduction="none"` / `reduce=False`."""
     if A.has_star_args(call):
@@ -96,7 +87,6 @@ class LossAccumulation(MigrationCodemod):
 
     CODE = "TM202"
     SAFETY = "unsafe"
-    DESCRIPTION = "total += loss (a Python number accumulating a loss tensor) -> total += loss.item()"
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -2,36 +2,11 @@
 
 from __future__ import annotations
 
-import ast
-import json
-from functools import lru_cache
-from importlib import resources
-
 import libcst as cst
 
+from codemods.gates.loss_reduction import LEGACY, losses
 from codemods.helpers import args as A
 from codemods.helpers.codemod import MigrationCodemod
-from codemods.helpers.sites import Scan
-
-LEGACY = ("size_average", "reduce")
-
-
-@lru_cache(maxsize=None)
-def losses() -> dict[str, dict]:
-    """Qualified name (and every alias) -> signature entry, from codemods/data/losses.json."""
-    table = json.loads(resources.files("codemods.data").joinpath("losses.json").read_text())
-    by_name = {}
-    for name, entry in table.items():
-        by_name[name] = entry
-        for alias in entry["aliases"]:
-            by_name[alias] = entry
-    return by_name
-
-
-def triggers() -> tuple[str, ...]:
-    """Keyword use anywhere, or a call of a loss that may pass the flags by position."""
-    short = sorted({name.rsplit(".", 1)[-1] for name in losses()})
-    return (r"\bsize_average\b", r"\breduce\s*=", rf"\b(?:{'|'.join(short)})\s*\(")
 
 
 def legacy_reduction(size_average: object, reduce: object) -> str:
@@ -93,24 +68,6 @@ class LossReduction(MigrationCodemod):
 
     CODE = "TM001"
     PRUNE = True  # its sites are the loss calls and constructors its triggers name
-    DESCRIPTION = "nn.MSELoss(reduce=False) -> nn.MSELoss(reduction='none')"
-
-    GATED = True
-
-    @classmethod
-    def may_act(cls, scan: Scan, words, facts) -> bool:
-        """A call of a loss with `size_average`/`reduce`, by keyword or by position (leave_Call's
-        sites); most loss calls on the trigger lines pass neither."""
-        for node in scan.nodes(words):
-            if not isinstance(node, ast.Call):
-                continue
-            for name in scan.qualified(node.func) & losses().keys():
-                if any(k.arg in LEGACY for k in node.keywords):
-                    return True
-                plain = [a for a in node.args if not isinstance(a, ast.Starred)]
-                if any(p in LEGACY for p in losses()[name]["positional"][: len(plain)]):
-                    return True
-        return False
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         name = self.qualified_name(original_node.func)

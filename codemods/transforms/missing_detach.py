@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, field
 
@@ -11,16 +10,11 @@ import libcst as cst
 from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.names import dotted
 from codemods.helpers.patterns import Words
-from codemods.helpers.sites import Scan
 
 # Calls and attributes that cut the autograd graph.
 _CUTS = {"detach", "detach_", "item", "tolist", "numpy", "data"}
 # Calls that mark their receiver as a model.
 _MODEL_METHODS = {"parameters", "named_parameters", "state_dict", "load_state_dict", "train", "eval", "zero_grad"}
-
-
-def triggers() -> tuple[str, ...]:
-    return (r"\.backward\s*\(",)
 
 
 @dataclass
@@ -155,8 +149,6 @@ _SURVEY_WORDS = Words(
     )
 )
 _WORD = re.compile(r"\w+")
-_STEP = Words(r"\bstep\b")
-_OPTIM = Words(r"optim")  # torch.optim, `from torch import optim`, and (Scan.hits) what they import
 
 
 def _callee(expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -230,33 +222,6 @@ class MissingDetach(MigrationCodemod):
     # Its survey reads the functions that call backward() whole, and elsewhere only the
     # statements that say what makes a model, an optimizer or a frozen model (_SURVEY_WORDS).
     PRUNE = True
-    USES_REPO_FACTS = True
-    DESCRIPTION = "a model's output feeds another model's loss without .detach() (GAN, teacher-student)"
-
-    GATED = True
-
-    @classmethod
-    def may_act(cls, scan: Scan, words, facts) -> bool:
-        """A report needs a `.backward()`, a `.step()` and an optimizer built from torch.optim
-        in this file (most files that call backward() receive their optimizer from elsewhere)."""
-
-        def called(patterns, method: str) -> bool:
-            return any(
-                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == method
-                for n in scan.nodes(patterns)
-            )
-
-        def optimizer(node: ast.AST) -> bool:
-            return isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and any(
-                q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler.")
-                for q in scan.qualified(node.value.func)
-            )
-
-        return (
-            called(words, "backward")
-            and called([_STEP], "step")
-            and any(optimizer(node) for node in scan.nodes([_OPTIM]))
-        )
 
     def is_model_value(self, value: cst.BaseExpression) -> bool:
         if not isinstance(value, cst.Call):

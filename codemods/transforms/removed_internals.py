@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
-from importlib import resources
-
 import libcst as cst
 
+from codemods.gates.removed_internals import table
 from codemods.helpers import from_imports
 from codemods.helpers.names import dotted
 from codemods.helpers.references import ReferenceCodemod
-from codemods.transforms.python_compat import _attribute_or_import
 
 HELPER = "zero_gradients"
 HELPER_TEMPLATE = '''
@@ -25,23 +21,6 @@ def {name}(x):
         for elem in x:
             {name}(elem)
 '''
-
-
-@lru_cache(maxsize=None)
-def table() -> dict:
-    return json.loads(resources.files("codemods.data").joinpath("removed_internals.json").read_text())
-
-
-def triggers() -> tuple[str, ...]:
-    t = table()
-    names = {k.rsplit(".", 1)[1] for part in ("renames", "helpers", "removed") for k in t[part]}
-    return (
-        *_attribute_or_import("|".join(sorted(names))),
-        # Type-name tests: only a comparison of the name can be one.
-        r"__class__\s*\.\s*__name__\s*(?:[!=]=|(?:not\s+)?in\b)",
-        r"type\([^()]*\)\s*\.\s*__name__\s*(?:[!=]=|(?:not\s+)?in\b)",
-        r"\.type\(\)",
-    )
 
 
 class RemovedInternals(ReferenceCodemod):
@@ -95,7 +74,6 @@ class RemovedInternals(ReferenceCodemod):
     CODE = "TM008"
     PRUNE = True  # its sites are the removed names on trigger lines
     SAFETY = "safe"
-    DESCRIPTION = "_LRScheduler -> LRScheduler, private DataLoader paths, zero_gradients, type-name tests -> dtype"
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -26,10 +26,6 @@ _SCALAR_REDUCTIONS = frozenset({"mean", "sum", "batchmean"})
 _MAX_DEPTH = 8
 
 
-def triggers() -> tuple[str, ...]:
-    return (r"\.data\s*(?:\[\s*0\s*\]|\.(?:cpu|numpy)\s*\()", r"\.cpu\s*\(\s*\)\s*\.data\s*[\[.]")
-
-
 @dataclass
 class _Scope:
     """Simple bindings of one function (or the module): name -> assigned values; None = opaque."""
@@ -183,7 +179,6 @@ class ScalarItem(MigrationCodemod):
 
     CODE = "TM003"
     PRUNE = True  # its sites are on trigger lines; the bindings it learns from come from its own full pass
-    DESCRIPTION = "loss.data[0] -> loss.item() (only on provably 0-dim values)"
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -2,41 +2,11 @@
 
 from __future__ import annotations
 
-import ast
-
 import libcst as cst
 
+from codemods.gates.softmax_without_dim import DIM_POSITION
 from codemods.helpers import args as A
 from codemods.helpers.codemod import MigrationCodemod
-from codemods.helpers.sites import Scan
-
-# qualified name -> index of `dim` among the positional parameters
-DIM_POSITION = {
-    "torch.nn.functional.softmax": 1,
-    "torch.nn.functional.log_softmax": 1,
-    "torch.nn.functional.softmin": 1,
-    "torch.nn.Softmax": 0,
-    "torch.nn.LogSoftmax": 0,
-    "torch.nn.Softmin": 0,
-}
-
-
-def triggers() -> tuple[str, ...]:
-    return (r"\b(?:softmax|log_softmax|softmin|Softmax|LogSoftmax|Softmin)\b",)
-
-
-def _may_lack_dim(call: ast.Call, scan: Scan) -> bool:
-    """A superset of visit_Call's reports, from the ast: a call of one of DIM_POSITION's names,
-    without star arguments, whose `dim` is absent or the literal None."""
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-        return False
-    for name in scan.qualified(call.func) & DIM_POSITION.keys():
-        position = DIM_POSITION[name]
-        keyword = [k.value for k in call.keywords if k.arg == "dim"]
-        dim = keyword[0] if keyword else call.args[position] if len(call.args) > position else None
-        if dim is None or (isinstance(dim, ast.Constant) and dim.value is None):
-            return True
-    return False
 
 
 class SoftmaxWithoutDim(MigrationCodemod):
@@ -74,13 +44,6 @@ class SoftmaxWithoutDim(MigrationCodemod):
     CODE = "TM903"
     PRUNE = True  # its sites are softmax calls on trigger lines
     SAFETY = "findings-only"  # TM9xx: rewrites nothing (registry.Spec.kind)
-    DESCRIPTION = "F.softmax(x) / nn.Softmax() without dim (the implicit choice is deprecated)"
-
-    GATED = True
-
-    @classmethod
-    def may_act(cls, scan: Scan, words, facts) -> bool:
-        return any(isinstance(node, ast.Call) and _may_lack_dim(node, scan) for node in scan.nodes(words))
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.qualified_name(node.func)

@@ -32,10 +32,6 @@ CALLS = {"istuple", "get_function_from_type", "bind_method", "raise_from", "with
 KNOWN = set(VALUES) | CALLS
 
 
-def triggers() -> tuple[str, ...]:
-    return (r"_six\b",)  # a literal first: `re` scans for it fast
-
-
 def _expr(text: str) -> cst.BaseExpression:
     return cst.parse_expression(text)
 
@@ -89,7 +85,6 @@ class TorchSix(ReferenceCodemod):
     CODE = "TM007"
     PRUNE = True  # its sites are `torch._six` names and what was imported from it
     SAFETY = "safe"
-    DESCRIPTION = "from torch._six import string_classes -> (str, bytes), and the rest of torch._six"
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
+from codemods.gates.variable_removal import VARIABLE
 from codemods.helpers import args as A
 from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.names import dotted
-from codemods.helpers.sites import Scan
 
-VARIABLE = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 PARAMETERS = ("data", "requires_grad", "volatile")
 # Expressions that can take `.attr` or stand as an operand without parentheses.
 _ATOMS = (
@@ -49,10 +48,6 @@ KEEPS_GRAD_FREE = frozenset(
     " unsqueeze squeeze contiguous uniform_ normal_ fill_ zero_ random_ bernoulli_ exponential_ t permute"
     " expand expand_as repeat transpose pin_memory narrow select resize_as_".split()
 )
-
-
-def triggers() -> tuple[str, ...]:
-    return (r"\bVariable\b",)
 
 
 class VariableRemoval(MigrationCodemod):
@@ -106,7 +101,6 @@ class VariableRemoval(MigrationCodemod):
 
     CODE = "TM002"
     PRUNE = True  # its sites and what decides them (the statement around a `Variable(...)`) are on trigger lines
-    DESCRIPTION = "Variable(x) -> x; Variable(x, requires_grad=True) -> x.requires_grad_()"
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -144,12 +138,6 @@ class VariableRemoval(MigrationCodemod):
         self._mark(node.value)
 
     # -- the rewrite ------------------------------------------------------------------------
-
-    GATED = True
-
-    @classmethod
-    def may_act(cls, scan: Scan, words, facts) -> bool:
-        return scan.calls(words, VARIABLE)  # every change starts at a call (tf.Variable is none)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.qualified_name(original_node.func) not in VARIABLE:

@@ -1,0 +1,23 @@
+"""TM101 cuda-to-device, before parsing: its trigger regexes and gate (no libcst; see gates/__init__.py)."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+
+from codemods.gates import Gate
+
+
+@lru_cache(maxsize=None)
+def legacy_tensor_types() -> dict[str, str]:
+    """`FloatTensor` -> `float32`, from codemods/data/legacy_tensor_types.json."""
+    return json.loads(resources.files("codemods.data").joinpath("legacy_tensor_types.json").read_text())
+
+
+def triggers() -> tuple[str, ...]:
+    types = "|".join(sorted(legacy_tensor_types()))
+    return (r"\.cuda\s*\(", rf"\bcuda\.(?:{types})\b", r"\bfrom\s+torch\.cuda\s+import\b", r"\bimport\s+torch\.cuda\b", r"\bset_default_tensor_type\b")
+
+
+GATE = Gate(uses_repo_facts=True)

@@ -1,0 +1,20 @@
+"""TM102 load-map-location, before parsing: its trigger regexes and gate (no libcst; see gates/__init__.py)."""
+
+from __future__ import annotations
+
+from codemods.gates import Gate
+from codemods.gates.load_weights_only import triggers as torch_load
+from codemods.helpers.scan import Scan
+
+
+def triggers() -> tuple[str, ...]:
+    """`torch.load(` in any spelling: the same calls TM301 looks at (a bare `\bload\b` also fired
+    on every `json.load`/`pickle.load` file, 355 of the corpus's 2,398)."""
+    return torch_load()
+
+
+def may_act(scan: Scan, words, facts) -> bool:
+    return scan.calls(words, {"torch.load"})  # its every site; `import torch as th` alone is none
+
+
+GATE = Gate(may_act=may_act)

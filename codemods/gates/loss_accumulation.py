@@ -1,0 +1,12 @@
+"""TM202 loss-accumulation, before parsing: its trigger regexes (no libcst; see gates/__init__.py)."""
+
+from __future__ import annotations
+
+
+def triggers() -> tuple[str, ...]:
+    """`total += name...` or `total = total + name...`: an addition of something that is not a literal.
+
+    Each starts with a literal character, so that `re` can skip ahead (a leading `\\b` or `\\w`
+    makes it try every position: 100x slower on a file with no match).
+    """
+    return (r"\+=[ \t]*[A-Za-z_]", r"=[ \t]*\w+[ \t]*\+[ \t]*[A-Za-z_]")

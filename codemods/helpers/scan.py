@@ -1,0 +1,179 @@
+"""What CPython's `ast` says of a text before libcst parses it, with no libcst import.
+
+The engine's gates (codemods/gates/) read a `Scan` to decline a file whose trigger words are
+there but whose sites are not, and the whole-repo facts pass (helpers/facts.py) walks the same
+statements; both run for files libcst never parses, so this module imports nothing of libcst
+(a `--check` of a clean file must not pay libcst's import, issue 18). `Sites` (helpers/sites.py)
+builds its statement map on a `Scan`.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+import warnings
+from collections import deque
+from typing import Collection, Iterable, Iterator
+
+from codemods.helpers.patterns import Words
+
+_NEWLINE = re.compile(r"\r\n|\n")
+_BLOCKS = ("body", "handlers", "cases", "orelse", "finalbody")  # statement-list fields, in _fields order
+
+
+class Scan:
+    """What CPython's `ast` of a text says before libcst parses it (a C parse, a fraction of
+    libcst's cost): the lines a pattern matches, the statements on those lines, and what the
+    imports bind. A codemod's `may_act` reads it to decline a file whose words are there but
+    whose sites are not (`x.float()` is no `np.float`); `Sites` builds on it."""
+
+    def __init__(self, source: str, module: ast.Module) -> None:
+        self.source = source
+        self.module = module
+        self._starts = [0] + [m.end() for m in _NEWLINE.finditer(source)]
+        self.imports = [n for n in ast_statements(module) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        # import spans and the names they bind
+        self.aliases = [(node.lineno, node.end_lineno or node.lineno, bound) for node in self.imports if (bound := _bound(node))]
+        self._hits: dict[str, list[int]] = {}
+        self._targets: dict[str, set[str]] | None = None
+
+    @classmethod
+    def of(cls, source: str) -> Scan | None:
+        """None when CPython cannot parse the text, or its lines could be counted differently."""
+        if "\r" in source.replace("\r\n", ""):
+            return None  # a lone CR: CPython and our line count could disagree
+        parsed = _ast(source)
+        return None if parsed is None else cls(source, parsed)
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self._starts, offset)
+
+    def hits(self, patterns: Iterable[Words]) -> list[int]:
+        """Sorted line numbers a match of any pattern starts on, plus the lines that use a name
+        an import on one of those lines bound (`from torch.cuda.amp import custom_fwd` makes every
+        line with `custom_fwd` a site; so does `import torch.autograd.Variable as V` for `V`)."""
+        lines: set[int] = set()
+        for pattern in patterns:
+            key = pattern.pattern
+            found = self._hits.get(key)
+            if found is None:
+                found = self._hits[key] = sorted({self.line_of(start) for start in pattern.starts(self.source)})
+            lines.update(found)
+        names = {name for first, last, bound in self.aliases if _any_between(lines, first, last) for name in bound}
+        if names:
+            words = Words(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names))))
+            lines.update(self.line_of(start) for start in words.starts(self.source))
+        return sorted(lines)
+
+    def nodes(self, patterns: Iterable[Words]) -> Iterator[ast.AST]:
+        """Every ast node of the statements a hit line of `patterns` is in (the innermost
+        statement holding the line; a compound one whole when the line is its header's)."""
+        lines = self.hits(patterns)
+        stack = list(reversed(self.module.body)) if lines else []
+        while stack:
+            statement = stack.pop()
+            held = _between(lines, *_lines(statement))
+            if not held:
+                continue
+            children = [child for field in _BLOCKS for child in _statement_list(statement, field)]
+            inside = {line for child in children for line in _between(held, *_lines(child))}
+            if len(inside) < len(held):
+                yield from ast.walk(statement)  # a line outside every child: the header's, or a simple statement
+            else:
+                stack.extend(reversed(children))
+
+    def calls(self, patterns: Iterable[Words], names: Collection[str]) -> bool:
+        """Whether a call on the lines of `patterns` may be a call of one of `names`."""
+        return any(isinstance(n, ast.Call) and not self.qualified(n.func).isdisjoint(names) for n in self.nodes(patterns))
+
+    def qualified(self, expr: ast.AST) -> set[str]:
+        """Every dotted name `expr` (`np.float`, `F.softmax`, `Mapping`) may stand for through the
+        file's imports, wherever they are (a superset of what libcst's resolution finds)."""
+        dotted = ast_dotted(expr)
+        if dotted is None:
+            return set()
+        if self._targets is None:
+            self._targets = {}
+            for node in self.imports:
+                if isinstance(node, ast.Import):
+                    for a in node.names:
+                        local = a.asname or a.name.split(".")[0]
+                        self._targets.setdefault(local, set()).add(a.name if a.asname else local)
+                elif node.module and not node.level:
+                    for a in node.names:
+                        self._targets.setdefault(a.asname or a.name, set()).add(f"{node.module}.{a.name}")
+        head, _, rest = dotted.partition(".")
+        return {f"{target}.{rest}" if rest else target for target in self._targets.get(head, ())}
+
+
+def ast_dotted(expr: ast.AST) -> str | None:
+    """`a.b.c` of an ast expression, or None when it is not a plain dotted name."""
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+def _lines(statement: ast.AST) -> tuple[int, int]:
+    first = min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
+    return first, statement.end_lineno or statement.lineno
+
+
+def _between(lines: list[int], first: int, last: int) -> list[int]:
+    return lines[bisect.bisect_left(lines, first) : bisect.bisect_right(lines, last)]
+
+
+def _statement_list(node: ast.AST, field: str) -> list[ast.AST]:
+    children = getattr(node, field, None)
+    if not isinstance(children, list):
+        return []
+    out = []
+    for child in children:
+        if isinstance(child, (ast.ExceptHandler, getattr(ast, "match_case", ast.ExceptHandler))):
+            out.extend(c for f in _BLOCKS for c in _statement_list(child, f))  # their bodies
+        else:
+            out.append(child)
+    return out
+
+
+def ast_statements(module: ast.Module) -> list[ast.AST]:
+    """Every statement (and except handler, match case) of the module, in `ast.walk`'s
+    breadth-first order, without going through expressions: no class or import is inside one,
+    and expressions are most of a tree's nodes."""
+    found: list[ast.AST] = []
+    queue = deque(module.body)
+    while queue:
+        node = queue.popleft()
+        found.append(node)
+        for name in _BLOCKS:  # in _fields order for every node type that has them
+            children = getattr(node, name, None)
+            if isinstance(children, list):
+                queue.extend(children)
+    return found
+
+
+def _bound(node: ast.Import | ast.ImportFrom) -> tuple[str, ...]:
+    """The names an import binds that its uses may not spell out: every name of `from M import`,
+    the `as` names of `import` (`import torch.cuda` binds `torch`, and its uses say `torch.cuda`)."""
+    if isinstance(node, ast.ImportFrom):
+        return tuple(a.asname or a.name for a in node.names if a.name != "*")
+    return tuple(a.asname for a in node.names if a.asname)
+
+
+def _any_between(lines: set[int], first: int, last: int) -> bool:
+    return any(line in lines for line in range(first, last + 1))
+
+
+def _ast(source: str) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
