@@ -67,6 +67,10 @@ class Spec:
     gate: Gate = NO_GATE
     """What else decides, before parsing, whether it can act on a file (gates/__init__.py)."""
 
+    def __post_init__(self) -> None:
+        if not self.summary and not isinstance(self.target, str):  # a class given in place: its own line
+            object.__setattr__(self, "summary", vars(self.target).get("DESCRIPTION", ""))
+
     @cached_property
     def codemod(self) -> type[MigrationCodemod]:
         if not isinstance(self.target, str):

@@ -79,3 +79,12 @@ def test_the_registry_points_at_each_codemod_and_reads_its_docs_unimported() -> 
         assert "codemod" not in fresh.__dict__
         assert spec.codemod.CODE == spec.code
         assert doc == spec.codemod.__doc__, spec.code
+
+
+def test_a_spec_given_a_class_reads_its_summary_from_it() -> None:
+    class Given(registry.get("TM001").codemod):
+        DESCRIPTION = "a codemod made in place (tests/faults.py makes one)"
+
+    given = registry.Spec("TM950", "given", Given, registry.Safety.SAFE, ("x",))
+    assert given.summary == Given.DESCRIPTION and given.codemod is Given
+    assert registry.Spec("TM950", "given", Given, registry.Safety.SAFE, ("x",), summary="own").summary == "own"
