@@ -45,6 +45,8 @@ def verify_options(command: Callable) -> Callable:
             click.option("--tests", metavar="CMD", help="Test command (default: python -m pytest when there are tests)."),
             click.option("--probe", metavar="CMD", help="A command whose printed numbers must match before and after."),
             click.option("--python", "python", metavar="EXE", help="Interpreter of the target (default: active venv's, else this one)."),
+            click.option("--before-python", "before_python", metavar="EXE",
+                         help="Interpreter the original code runs on today (its torch): three sides, before / baseline / after."),
             click.option("--device", type=click.Choice(("auto", "cpu", "cuda")), default="auto", show_default=True,
                          help="cpu hides GPUs; cuda fails unless a GPU is visible; auto uses one if there is one."),
             click.option("--timeout", type=click.FloatRange(min=1), default=1200, show_default=True, metavar="S",
@@ -57,11 +59,11 @@ def verify_options(command: Callable) -> Callable:
     return command
 
 
-def _verify_options(select, ignore, unsafe, tests, probe, python, device, timeout, rerun, **extra):
+def _verify_options(select, ignore, unsafe, tests, probe, python, before_python, device, timeout, rerun, **extra):
     from codemods.verify import VerifyOptions
 
     return VerifyOptions(
-        tests=tests, probe=probe, python=python, device=device, timeout=timeout, rerun=rerun,
+        tests=tests, probe=probe, python=python, before_python=before_python, device=device, timeout=timeout, rerun=rerun,
         select=_codes(select), ignore=_codes(ignore), unsafe=unsafe, **extra,
     )  # fmt: skip
 
@@ -282,7 +284,12 @@ def verify_(path, select, ignore, unsafe, rtol, atol, fmt, output, exclude, no_c
     The project is never modified. Changed tests are rerun to tell flaky from real; a real
     regression is traced to the codemod(s) and files that cause it.
 
-    Exit code: 0 no regressions; 1 regressions; 2 could not run (setup failure, timeout).
+    With --before-python the original code also runs on the interpreter it runs on today: a test
+    that passed there and fails after is a regression when it passes on the original code with the
+    target (the baseline), else unfixed (the torch upgrade broke it; no codemod repaired it).
+
+    Exit code: 0 every test that passed before passes after; 1 regressions or unfixed; 2 could not
+    run (setup failure, timeout).
     """
     from codemods import registry
     from codemods.config import ConfigError

@@ -33,3 +33,16 @@ def load_script(name: str):
         sys.modules[name] = module  # dataclasses look their module up there
         spec.loader.exec_module(module)
     return sys.modules[name]
+
+
+@pytest.fixture(scope="session")
+def old_torch_python() -> str:
+    """The interpreter of the cached torch 1.13.1 venv (scripts/old_torch.py), built on first use.
+
+    A cross-version test without it fails, never skips: the proof across versions is the promise.
+    """
+    old_torch = load_script("old_torch")
+    try:
+        return str(old_torch.build())
+    except old_torch.SetupError as exc:
+        pytest.fail(f"the torch 1.13.1 venv could not be built: {exc}", pytrace=False)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from codemods.verify import VerifyOptions, render, verify
-from codemods.verify.compare import FIXED, FLAKY, NEW_FAILING, REGRESSION
+from codemods.verify.compare import FIXED, NEW_FAILING, REGRESSION
 
 from tests import faults
 

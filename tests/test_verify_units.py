@@ -13,7 +13,7 @@ from codemods import api
 from codemods.verify import culprits, execute, junit
 from codemods.verify.commands import TestCommand, has_tests
 from codemods.verify.compare import (
-    ADDED, CHANGED, FIXED, FLAKY, MISSING, NEW_FAILING, REGRESSION, UNCHANGED, compare, judge,
+    ADDED, CHANGED, FIXED, FLAKY, MISSING, NEW_FAILING, REGRESSION, UNCHANGED, UNFIXED, compare, compare3, judge,
 )  # fmt: skip
 from codemods.verify.copies import make_copy, source_of
 from codemods.verify.device import DeviceError, default_python, detect, environment, needs_cuda
@@ -474,3 +474,48 @@ def test_a_rerun_that_pytest_cannot_collect_falls_back_to_modules_then_the_whole
     asked.clear()
     session.observe(tmp_path, "rerun", ["tests/test_b.py::test_y"], {"tests/test_b.py::test_y": gone.__class__("error", imported=False)})
     assert asked[0] == ["tests/test_b.py"]
+
+
+@pytest.mark.parametrize(
+    "before, baseline, after, kind",
+    [
+        ("passed", "passed", "failed", REGRESSION),  # the migration broke it
+        ("passed", "failed", "failed", UNFIXED),  # the upgrade broke it; nothing repaired it
+        ("passed", "error", "error", UNFIXED),
+        ("passed", None, "failed", UNFIXED),  # not even collected on the target torch
+        ("passed", "failed", "passed", FIXED),  # the upgrade broke it; the migration repaired it
+        ("passed", "passed", "passed", UNCHANGED),
+        ("failed", "failed", "passed", FIXED),
+        ("failed", "passed", "failed", UNCHANGED),
+        ("passed", "passed", None, MISSING),
+        ("passed", "failed", None, UNFIXED),
+    ],
+)
+def test_three_way_classification(before, baseline, after, kind) -> None:
+    side = lambda o: {"t.py::x": O(o)} if o else {}  # noqa: E731
+    (change,) = compare3(side(before), side(baseline), side(after))
+    assert change.kind == kind and change.baseline == baseline
+
+
+def test_three_way_a_module_that_does_not_import_on_the_target_makes_its_tests_unfixed_or_fixed() -> None:
+    before = {"t.py::a": O("passed"), "t.py::b": O("passed")}
+    baseline = {"t.py": junit.Outcome("error", "ModuleNotFoundError: No module named 'torch._six'")}
+    after = {"t.py::a": O("passed"), "t.py::b": O("failed")}
+    changes = {c.id: c for c in compare3(before, baseline, after)}
+    assert changes["t.py::a"].kind == FIXED and changes["t.py::b"].kind == UNFIXED
+    assert changes["t.py::b"].baseline_message == "t.py did not import: ModuleNotFoundError: No module named 'torch._six'"
+    assert "baseline" in changes["t.py::b"].to_dict(three=True) and "baseline" not in changes["t.py::b"].to_dict()
+
+
+def test_judge_counts_the_baseline_reruns_too() -> None:
+    (change,) = compare3({"t.py::x": O("passed")}, {"t.py::x": O("failed")}, {"t.py::x": O("failed")})
+    change.reruns_before, change.reruns_after, change.reruns_baseline = ["passed"], ["failed"], ["passed"]
+    assert judge(change) == FLAKY
+
+
+def test_traceback_files_are_read_from_pytest_and_python_tracebacks() -> None:
+    text = (
+        "tests/test_a.py:12: in test_x\n    solve()\nlib/linalg.py:3: in solve\n    return A.symeig()\n"
+        'E   File "/tmp/copy/lib/compat.py", line 2, in <module>\nlib/linalg.py:4: AttributeError\n'
+    )
+    assert junit.traceback_files(text) == ("tests/test_a.py", "lib/linalg.py", "/tmp/copy/lib/compat.py")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import sys
 from dataclasses import asdict, dataclass
@@ -38,6 +39,7 @@ SETTINGS = {
     "probe": str,
     "timeout": (int, float),
     "python": str,
+    "before-python": str,  # verify's --before-python: the interpreter the original code runs on today
     "device": str,
 }
 REPO_ONLY = {"name": str, "path": str, "url": str, "ref": str}
@@ -62,6 +64,7 @@ class RepoEntry:
     timeout: float = 1200.0
     python: str | None = None
     device: str = "auto"
+    before_python: str | None = None
 
     def fingerprint(self) -> str:
         """Identifies the entry for --resume: same fingerprint, same work."""
@@ -86,7 +89,7 @@ def _settings(table: dict, where: str, allowed: dict) -> dict:
     unknown = sorted(set(table) - set(allowed))
     if unknown:
         raise ManifestError(f"{where}: unknown field(s) {', '.join(map(repr, unknown))} (known: {', '.join(allowed)})")
-    return {key: _check(where, key, value, allowed[key]) for key, value in table.items()}
+    return {key.replace("-", "_"): _check(where, key, value, allowed[key]) for key, value in table.items()}
 
 
 def _default_name(source: str) -> str:
@@ -130,6 +133,9 @@ def load_manifest(path: str | Path) -> list[RepoEntry]:
             raise ManifestError(f"{where}: `name` {name!r} is used twice; give one of them a `name`")
         names.add(name)
         merged = {**defaults, **fields}
+        if merged.get("before_python") and os.sep in merged["before_python"]:
+            # Relative to the manifest; not resolved: a venv's python is a symlink to its base.
+            merged["before_python"] = os.path.abspath(path.parent / merged["before_python"])
         if merged.get("device", "auto") not in ("auto", "cpu", "cuda"):
             raise ManifestError(f"{where}: `device` must be auto, cpu or cuda")
         entries.append(RepoEntry(name=name, source=source, is_path=is_path, **merged))

@@ -49,13 +49,30 @@ def markdown_report(result: RepoResult, diffstat: str, checked, report) -> str:
         out += ["## Files left untouched", "", *(f"- {p}" for p in result.problems), ""]
     if checked is not None:
         out += ["## Verification", ""]
-        out += ["| | before | after |", "|---|---|---|"]
-        out.append(f"| tests | {_outcomes(result.tests_before)} | {_outcomes(result.tests_after)} |")
+        if result.tests_baseline is not None:
+            torch = result.torch
+            out += [
+                f"| | before (torch {torch.get('before')}) | baseline (torch {torch.get('baseline')}) | after (torch {torch.get('after')}) |",
+                "|---|---|---|---|",
+                f"| tests | {_outcomes(result.tests_before)} | {_outcomes(result.tests_baseline)} | {_outcomes(result.tests_after)} |",
+                "",
+                "The baseline is the original code on the target torch: a test that passed before and fails",
+                "after is a regression when it passes there, and unfixed (the upgrade broke it) when it does not.",
+            ]
+        else:
+            out += ["| | before | after |", "|---|---|---|"]
+            out.append(f"| tests | {_outcomes(result.tests_before)} | {_outcomes(result.tests_after)} |")
         out.append("")
         if result.regressions:
             out += ["**Regressions:**", "", *(f"- `{t}`" for t in result.regressions), ""]
         if result.culprits:
             out += [f"Caused by: {', '.join(result.culprits)}", ""]
+        if result.unfixed:
+            out += ["**Unfixed** (broken by the torch upgrade; no codemod repaired them):", ""]
+            for c in checked.unfixed:
+                out.append(f"- `{c.test_id}`: {c.baseline_message}")
+                out += [f"  - finding: {f}" for f in c.findings]
+            out.append("")
         fixed = [c.test_id for c in checked.fixed]
         if fixed:
             out += ["**Fixed by the migration:**", "", *(f"- `{t}`" for t in fixed), ""]
@@ -81,7 +98,9 @@ def summary_table(results: list[RepoResult], resumed: set[str]):
     from rich.table import Table
 
     table = Table(title="torch-migrate batch")
-    for column in ("repo", "status", "files", "rewrites", "findings", "tests before → after", "regressions", "branch", "commit"):
+    three = any(r.tests_baseline is not None for r in results)
+    tests_column = "tests before → baseline → after" if three else "tests before → after"
+    for column in ("repo", "status", "files", "rewrites", "findings", tests_column, "regressions", "branch", "commit"):
         table.add_column(column, overflow="fold")
     for r in results:
         status = r.status + (" (resumed)" if r.name in resumed else "")
@@ -89,7 +108,14 @@ def summary_table(results: list[RepoResult], resumed: set[str]):
             status += f": {r.message}"
         elif r.problems:
             status += f" ({untouched(r)}; see REPORT.md)"
-        tests = f"{_outcomes(r.tests_before)} → {_outcomes(r.tests_after)}" if r.tests_before is not None else "—"
+        if r.tests_before is None:
+            tests = "—"
+        elif r.tests_baseline is not None:
+            tests = f"{_outcomes(r.tests_before)} → {_outcomes(r.tests_baseline)} → {_outcomes(r.tests_after)}"
+        else:
+            tests = f"{_outcomes(r.tests_before)} → {_outcomes(r.tests_after)}"
+        if r.unfixed:
+            tests += f" ({len(r.unfixed)} unfixed)"
         table.add_row(
             r.name, status, str(r.files_changed), str(sum(r.rewrites.values())), str(r.findings), tests,
             ", ".join(r.regressions) or "0", r.branch if r.commit else "—", (r.commit or "—")[:10],

@@ -41,6 +41,9 @@ class RepoResult:
     problems: list[str] = field(default_factory=list)
     tests_before: dict[str, int] | None = None
     tests_after: dict[str, int] | None = None
+    tests_baseline: dict[str, int] | None = None  # with before-python: the original code on the target torch
+    torch: dict[str, str | None] = field(default_factory=dict)  # side -> its torch version
+    unfixed: list[str] = field(default_factory=list)  # passed before; the torch upgrade broke them
     untouched: list[str] = field(default_factory=list)  # the files of `problems`, relative to the repository
     regressions: list[str] = field(default_factory=list)
     culprits: list[str] = field(default_factory=list)
@@ -81,13 +84,18 @@ def _verify_and_apply(clone: Path, entry: RepoEntry, settings: BatchSettings, re
     from codemods.verify import VerifyOptions, verify
 
     options = VerifyOptions(
-        tests=entry.tests, probe=entry.probe, python=entry.python, device=entry.device, timeout=entry.timeout, **selection
-    )
+        tests=entry.tests, probe=entry.probe, python=entry.python, before_python=entry.before_python,
+        device=entry.device, timeout=entry.timeout, **selection,
+    )  # fmt: skip
     checked = verify(clone, options)
     if checked.status == "error":
         raise RuntimeError(f"verification could not run: {checked.message}")
     sides = {s.label: s for s in checked.sides}
     result.tests_before, result.tests_after = _counts(sides.get("before")), _counts(sides.get("after"))
+    if "baseline" in sides:
+        result.tests_baseline = _counts(sides["baseline"])
+        result.torch = {label: (side.environment or {}).get("torch") for label, side in sides.items()}
+    result.unfixed = [c.test_id for c in checked.unfixed]
     result.regressions = [c.test_id for c in checked.regressions]
     result.culprits = [str(u) for u in checked.culprit_units]
     if checked.regressions or (checked.probe is not None and checked.probe.regression):
@@ -126,7 +134,10 @@ def process_repo(entry: RepoEntry, settings: BatchSettings) -> RepoResult:
             problems = [replace(p, path=os.path.relpath(p.path, clone)) for p in report.problems]
             result.problems = [str(p) for p in problems]
             result.untouched = list(dict.fromkeys(p.path for p in problems))
-        if result.regressions or (checked is not None and checked.status == "regressions"):
+        # Unfixed tests (broken by the torch upgrade, passing in no copy of the target) do not hold
+        # back a migration that broke nothing; the row and REPORT.md list them.
+        regressed = checked is not None and (checked.regressions or (checked.probe is not None and checked.probe.regression))
+        if result.regressions or regressed:
             result.status = REGRESSIONS
             result.message = verdict + ("" if not settings.allow_regressions else "; committed anyway (--allow-regressions)")
         if result.status == REGRESSIONS and not settings.allow_regressions:

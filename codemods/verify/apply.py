@@ -31,7 +31,8 @@ class Applied:
 def apply_verified(path: str | Path, report: VerifyReport, options: VerifyOptions, drop_culprits: bool = False) -> Applied:
     """Write the verified migration into `path`, or nothing, and say why.
 
-    Written only when verification found no regressions, or, with `drop_culprits`, when every
+    Written only when verification found no regressions (tests only the torch upgrade broke,
+    `unfixed`, do not hold it back, but exit 1), or, with `drop_culprits`, when every
     regression was pinned on culprit codemods and the migration without them ran clean. Files
     edited since the copy was taken are never overwritten.
     """
@@ -41,7 +42,8 @@ def apply_verified(path: str | Path, report: VerifyReport, options: VerifyOption
     if report.status == UNCHANGED:
         return Applied(False, "nothing written: nothing to migrate", exit_code=0)
     without = []
-    if report.status == REGRESSIONS:
+    regressed = bool(report.regressions) or (report.probe is not None and report.probe.regression)
+    if report.status == REGRESSIONS and regressed:
         if not drop_culprits:
             return Applied(False, "nothing written: the migration causes regressions (see above); "
                            "--drop-culprits writes it without the culprit codemods", exit_code=1)  # fmt: skip
@@ -73,4 +75,8 @@ def apply_verified(path: str | Path, report: VerifyReport, options: VerifyOption
     message = f"wrote the verified migration to {len(migration.changed)} file(s)"
     if dropped:
         message += " without " + ", ".join(dropped) + " (the culprits; the rest verified clean)"
-    return Applied(True, message, migration, dropped, exit_code=2 if migration.problems else 0)
+    if report.unfixed:
+        # The migration broke nothing (it is written), but the torch upgrade did and no codemod
+        # repaired it: what passed before still does not pass after.
+        message += f"; {len(report.unfixed)} test(s) broken by the torch upgrade remain unfixed (see above)"
+    return Applied(True, message, migration, dropped, exit_code=2 if migration.problems else 1 if report.unfixed else 0)

@@ -1,5 +1,12 @@
 """Compare per-test outcomes before and after, and judge reruns: regression, fixed, or flaky.
 
+With a before interpreter (`verify --before-python`) there are three sides: `before` (the
+original code on the torch it was written for), `baseline` (the original code on the target
+torch) and `after` (the migrated code on the target torch). The baseline tells who broke a test
+that passed before and fails after: the migration (it passes in the baseline: `regression`) or
+the torch upgrade that no codemod repaired (it fails there too: `unfixed`); and a test the upgrade
+broke that passes after is the migration's `fixed`.
+
 A module that fails to import shows up in pytest's results as one collection error under the
 module's own id (`tests/test_x.py`), and its tests are simply absent. Before comparing, each side's
 collection errors are spread to the tests of that module the other side saw (`expand`): a test
@@ -18,15 +25,16 @@ from codemods.verify.junit import FAILING, Outcome, is_module_id, module_of
 # Kinds, in the order reports list them.
 REGRESSION = "regression"  # passed (or skipped) before; failing after, its module included
 MISSING = "missing"  # passed before; gone after, and no collection error explains it
+UNFIXED = "unfixed"  # passed before; fails after and in the baseline: the torch upgrade broke it
 FIXED = "fixed"  # failing (or not importable) before, passing after
 NEW_FAILING = "newly-collected-failing"  # not collected before (absent, or its module did not import); failing after
 FLAKY = "flaky"  # identical runs on one side observed it both failing and not failing
 ADDED = "added"  # only after, not failing
 CHANGED = "changed"  # failing both sides, differently (failed <-> error), or skipped <-> passed
 UNCHANGED = "unchanged"
-KINDS = (REGRESSION, MISSING, FIXED, NEW_FAILING, FLAKY, ADDED, CHANGED, UNCHANGED)
-COUNTED = (REGRESSION, MISSING)  # what makes a verification fail
-RERUN = (REGRESSION, MISSING, FIXED, NEW_FAILING)  # what reruns check before it is believed
+KINDS = (REGRESSION, MISSING, UNFIXED, FIXED, NEW_FAILING, FLAKY, ADDED, CHANGED, UNCHANGED)
+COUNTED = (REGRESSION, MISSING)  # the migration broke it: culprits are searched for these
+RERUN = (REGRESSION, MISSING, UNFIXED, FIXED, NEW_FAILING)  # what reruns check before it is believed
 
 
 @dataclass
@@ -46,13 +54,23 @@ class TestChange:
     note: str = ""
     before_imported: bool = True  # False: its module did not import on that side
     after_imported: bool = True
+    # Three sides only (None otherwise): the original code on the target interpreter.
+    baseline: str | None = None
+    baseline_message: str = ""
+    baseline_imported: bool = True
+    reruns_baseline: list[str | None] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)  # unfixed: findings on the files in its traceback
 
     @property
     def test_id(self) -> str:
         return self.id
 
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
+    def to_dict(self, three: bool = False) -> dict:
+        data = dict(self.__dict__)
+        if not three:
+            for key in ("baseline", "baseline_message", "baseline_imported", "reruns_baseline", "findings"):
+                data.pop(key)
+        return data
 
 
 def expand(results: Mapping[str, Outcome], ids: Sequence[str]) -> dict[str, Outcome]:
@@ -114,6 +132,26 @@ def compare(before: Mapping[str, Outcome], after: Mapping[str, Outcome]) -> list
     return changes
 
 
+def compare3(
+    before: Mapping[str, Outcome], baseline: Mapping[str, Outcome], after: Mapping[str, Outcome]
+) -> list[TestChange]:
+    """Three sides: `compare(before, after)`, with the baseline deciding who broke what."""
+    changes = compare(before, after)
+    ids = [c.id for c in changes if not is_module_id(c.id)]
+    base = expand(baseline, ids)
+    for c in changes:
+        b = base.get(c.id)
+        c.baseline = b.outcome if b else None
+        c.baseline_message = b.message if b else ""
+        c.baseline_imported = b.imported if b else True
+        base_ok = b is not None and b.outcome not in FAILING
+        if c.kind in COUNTED and not base_ok:
+            c.kind = UNFIXED
+        elif c.kind == UNCHANGED and c.before == "passed" and c.after == "passed" and not base_ok:
+            c.kind = FIXED  # the upgrade broke it and the migration repaired it
+    return changes
+
+
 def _failing(outcome: str | None) -> bool | None:
     return None if outcome is None else outcome in FAILING
 
@@ -125,7 +163,9 @@ def judge(change: TestChange) -> str:
     not observe it (None) is no evidence either way, and a test absent in the first run has no
     first observation on that side.
     """
-    sides = ([change.before, *change.reruns_before], [change.after, *change.reruns_after])
+    sides = [[change.before, *change.reruns_before], [change.after, *change.reruns_after]]
+    if change.reruns_baseline:
+        sides.append([change.baseline, *change.reruns_baseline])
     for runs in sides:
         if len({_failing(o) for o in runs if o is not None}) > 1:
             return FLAKY

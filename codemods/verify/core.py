@@ -22,11 +22,12 @@ from codemods import api
 from codemods.verify import copies, culprits, execute, imports, junit
 from codemods.verify.apply import digest
 from codemods.verify.commands import TestCommand, has_tests
-from codemods.verify.compare import COUNTED, FIXED, FLAKY, NEW_FAILING, RERUN, compare, expand, judge
-from codemods.verify.device import Device, DeviceError, default_python, detect, environment, needs_cuda
+from codemods.verify.compare import COUNTED, FIXED, FLAKY, NEW_FAILING, RERUN, compare, compare3, expand, judge
+from codemods.verify.device import Device, DeviceError, default_python, detect, environment, has_module, needs_cuda
 from codemods.verify.migration import Unit, diffstat, fired, migrate_tree, unified
 from codemods.verify.model import (
     ERROR, OK, REGRESSIONS, UNCHANGED, ProbeResult, SideRun, VerifyOptions, VerifyReport, WithoutCulprits,
+    environment_of,
 )  # fmt: skip
 from codemods.verify.probe import first_divergence
 from codemods.verify.unittest_output import parse_output
@@ -63,8 +64,12 @@ class Session:
         self.say = on_event or (lambda _msg: None)
         self.workdir = Path(tempfile.mkdtemp(prefix="torch-migrate-verify-"))
         self.counter = itertools.count(1)
-        self.device: Device | None = None
+        self.device: Device | None = None  # the target interpreter
         self.env: dict[str, str] = {}
+        # With --before-python (three sides): the original code's interpreter, for the before copy.
+        self.before_device: Device | None = None
+        self.before_env: dict[str, str] = {}
+        self.projects: dict[str, Path] = {}  # side label -> its copy of the project
         self.pythonpath: list[str] = []  # folders, relative to a copy's root, put first on PYTHONPATH
         self.workers = 1
         self.notes: list[str] = []
@@ -94,13 +99,33 @@ class Session:
     def env_for(self, project: Path, extra: Iterable[tuple[str, str]] = ()) -> dict[str, str]:
         """The environment of a run in `project`'s copy (plus `extra`, the test command's own
         `NAME=value` words): the copy's own folders first on PYTHONPATH if needed."""
-        env = {**self.env, **dict(extra)}
+        env = {**(self.before_env if self.on_before(project) else self.env), **dict(extra)}
         if not self.pythonpath:
             return env
         root = self.copy_root(project)
         first = [str(root / rel) for rel in self.pythonpath]
         rest = [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []
         return {**env, "PYTHONPATH": os.pathsep.join(first + rest)}
+
+    @property
+    def three(self) -> bool:
+        return self.before_device is not None
+
+    @property
+    def labels(self) -> list[str]:
+        return ["before", "baseline", "after"] if self.three else ["before", "after"]
+
+    def on_before(self, project: Path) -> bool:
+        """Whether `project` is the before copy, which runs with the before interpreter."""
+        return self.three and self.copy_root(project) == self.copy_root(self.projects["before"])
+
+    def device_of(self, label: str) -> Device:
+        return self.before_device if label == "before" and self.three else self.device
+
+    def command_for(self, project: Path) -> TestCommand:
+        if self.on_before(project) and not self.options.tests:
+            return TestCommand.default(self.before_device.python)
+        return self.command
 
     def isolate_imports(self, after: Path, changed: Sequence[str]) -> None:
         """Make sure the copies import their own code, not the user's tree (editable installs)."""
@@ -153,7 +178,7 @@ class Session:
 
         Targets that cannot be named on a command line, or too many, run everything.
         """
-        command = self.command
+        command = self.command_for(project)
         xml = self.workdir / "junit" / f"{label}-{next(self.counter)}.xml"
         xml.parent.mkdir(exist_ok=True)
         paths = None
@@ -220,21 +245,41 @@ class Session:
             raise Abort(str(exc)) from None
         before_root, before, _ = self.new_copy("before")
         _, after, report = self.new_copy("after", without=(), jobs=None)
+        self.projects = {"before": before, "after": after}
         return before, after, report
 
-    def setup_device(self) -> None:
-        python = default_python(self.options.python)
-        self.say(f"asking {python} about torch and CUDA")
+    def ask(self, python: str, which: str) -> Device:
+        if os.sep in python:  # a path: relative to where the user is, not to the copies
+            python = os.path.abspath(python)
+        self.say(f"asking {python} ({which}) about torch and CUDA")
         try:
-            self.device = detect(python, self.options.device, timeout=min(self.options.timeout, 300))
+            return detect(python, self.options.device, timeout=min(self.options.timeout, 300))
         except DeviceError as exc:
-            raise Abort(str(exc)) from None
+            raise Abort(f"{which} interpreter: {exc}" if self.options.before_python else str(exc)) from None
+
+    def setup_device(self) -> list[str]:
+        """Ask the interpreters about themselves; with a distinct before interpreter, three sides."""
+        notes = []
+        self.device = self.ask(default_python(self.options.python), "target")
         self.env = environment(self.device.python, self.options.device)
+        if self.options.before_python:
+            before = self.ask(self.options.before_python, "before")
+            for which, device in (("before", before), ("target", self.device)):
+                if device.torch is None:
+                    why = device.torch_error or "not installed"
+                    raise Abort(f"the {which} interpreter {device.python} has no torch ({why}); both sides need one")
+            if os.path.abspath(before.python) == os.path.abspath(self.device.python):  # not realpath: venvs link one base
+                notes.append("--before-python is the target interpreter: two sides, as without it")
+            else:
+                self.before_device = before
+                self.before_env = environment(before.python, self.options.device)
+                _, self.projects["baseline"], _ = self.new_copy("baseline")
         parallel = self.options.parallel
         if parallel is None:
             # Two suites sharing one GPU can run each other out of memory: that is not a regression.
             parallel = (os.cpu_count() or 1) >= 2 and not self.device.uses_cuda
-        self.workers = 2 if parallel else 1
+        self.workers = len(self.labels) if parallel else 1
+        return notes
 
     def choose_command(self, before: Path) -> None:
         if self.options.tests:
@@ -243,6 +288,11 @@ class Session:
             self.command = TestCommand.default(self.device.python)
         elif not self.options.probe:
             raise Abort("no tests found (no test_*.py or *_test.py); give --tests CMD or --probe CMD")
+        if self.three and self.command is not None and self.command.pytest is not None:
+            for which, device in (("before", self.before_device), ("target", self.device)):
+                env = self.before_env if which == "before" else self.env
+                if not has_module(device.python, "pytest", env, min(self.options.timeout, 120)):
+                    raise Abort(f"the {which} interpreter {device.python} cannot import pytest, which runs the tests")
 
     def side_outcomes(self, run: Run, other: Run) -> dict[str, junit.Outcome]:
         if run.tests is not None:
@@ -259,16 +309,20 @@ class Session:
         return {i: junit.Outcome(outcome, message) for i in ids}
 
     def test_phase(self, report: VerifyReport, before: Path, after: Path) -> None:
-        self.say(f"running `{self.command.text}` before and after")
-        runs = self.pmap(lambda side: self.run_tests(side[1], side[0]), [("before", before), ("after", after)])
-        first_before, first_after = runs
-        for label, run in (("before", first_before), ("after", first_after)):
+        labels = self.labels
+        self.say(f"running `{self.command.text}` on {', '.join(labels)}")
+        runs = dict(zip(labels, self.pmap(lambda label: self.run_tests(self.projects[label], label), labels)))
+        for label, run in runs.items():
             tally: dict[str, int] = {}
             for o in (run.tests or {}).values():
                 tally[o.outcome] = tally.get(o.outcome, 0) + 1
             report.sides.append(
-                SideRun(label, self.command.text, run.returncode, round(run.seconds, 2), run.tests is not None, tally, run.tail[-1500:])
-            )
+                SideRun(
+                    label, self.command_for(self.projects[label]).text, run.returncode, round(run.seconds, 2),
+                    run.tests is not None, tally, run.tail[-1500:], environment_of(self.device_of(label)),
+                )
+            )  # fmt: skip
+        first_before, first_after = runs["before"], runs["after"]
         if self.command.pytest is not None:
             if first_before.tests is None and first_after.tests is None:
                 raise Abort(
@@ -279,22 +333,25 @@ class Session:
                 raise Abort("pytest collected no tests on either side; give --tests CMD or --probe CMD")
         elif first_before.returncode != 0 and first_after.returncode != 0:
             report.notes.append("the test command fails both before and after: no evidence either way")
-        b = self.side_outcomes(first_before, first_after)
-        a = self.side_outcomes(first_after, first_before)
+        other = {"before": first_after, "baseline": first_before, "after": first_before}
+        outcomes = {label: self.side_outcomes(run, other[label]) for label, run in runs.items()}
         if self.command.pytest is None and (first_before.tests is None or first_after.tests is None):
             report.notes.append(
                 "the test command is not pytest and printed no per-test results (unittest -v style) on "
                 f"{'either side' if first_before.tests is None and first_after.tests is None else 'one side'}: "
                 "compared by its exit status"
             )
-        report.changes = compare(b, a)
-        ids = sorted(set(b) | set(a))
-        self.seen = {"before": expand(b, ids), "after": expand(a, ids)}
-        self.reruns(report, before, after)
+        if self.three:
+            report.changes = compare3(outcomes["before"], outcomes["baseline"], outcomes["after"])
+        else:
+            report.changes = compare(outcomes["before"], outcomes["after"])
+        ids = sorted(set().union(*outcomes.values()))
+        self.seen = {label: expand(o, ids) for label, o in outcomes.items()}
+        self.reruns(report)
         self.device_notes(report)
 
-    def reruns(self, report: VerifyReport, before: Path, after: Path) -> None:
-        """Rerun every changed test on both sides; a change that does not hold is flaky.
+    def reruns(self, report: VerifyReport) -> None:
+        """Rerun every changed test on every side; a change that does not hold is flaky.
 
         Each side reruns only the tests it observed (by node id, or by module where its module
         did not import); a rerun that does not observe a test records None: could not rerun.
@@ -302,28 +359,41 @@ class Session:
         changed = [c for c in report.changes if c.kind in RERUN]
         if not changed or self.options.rerun <= 0:
             return
-        wanted = {
-            "before": [c.id for c in changed if c.before is not None],
-            "after": [c.id for c in changed if c.after is not None],
-        }
+        labels = self.labels
+        wanted = {label: [c.id for c in changed if getattr(c, label) is not None] for label in labels}
+
+        def rerun(label: str) -> dict[str, junit.Outcome] | None:
+            if not wanted[label]:
+                return {}
+            return self.observe(self.projects[label], f"rerun-{label}", wanted[label], self.seen[label])
+
         for round_ in range(1, self.options.rerun + 1):
-            self.say(f"rerunning {len(changed)} changed test(s) on both sides ({round_}/{self.options.rerun})")
-            ob, oa = self.pmap(
-                lambda side: self.observe(side[1], f"rerun-{side[0]}", wanted[side[0]], self.seen[side[0]])
-                if wanted[side[0]] else {},
-                [("before", before), ("after", after)],
-            )
-            for c in changed:
-                c.reruns_before.append(_seen(ob, c.id) if c.before is not None else None)
-                c.reruns_after.append(_seen(oa, c.id) if c.after is not None else None)
+            self.say(f"rerunning {len(changed)} changed test(s) on {', '.join(labels)} ({round_}/{self.options.rerun})")
+            for label, seen in zip(labels, self.pmap(rerun, labels)):
+                for c in changed:
+                    getattr(c, f"reruns_{label}").append(_seen(seen, c.id) if getattr(c, label) is not None else None)
         for c in changed:
-            lost = [side for side, first, runs in (("before", c.before, c.reruns_before), ("after", c.after, c.reruns_after))
-                    if first is not None and None in runs]  # fmt: skip
+            lost = [label for label in labels if getattr(c, label) is not None and None in getattr(c, f"reruns_{label}")]
             if judge(c) == FLAKY:
                 c.kind = FLAKY
                 c.note = "outcome changed between identical runs: flaky, not caused by the migration"
             elif lost:
                 c.note = f"could not rerun on the {' and '.join(lost)} side: the first run's outcome stands"
+
+    def unfixed_findings(self, report: VerifyReport) -> None:
+        """For each unfixed test, the findings the migration left on the files of its baseline
+        traceback (and its own module): what is left to do by hand."""
+        if not report.unfixed or report.migration is None:
+            return
+        roots = [self.copy_root(p) for p in self.projects.values()]
+        by_file: dict[str, list] = {}
+        for f in report.migration.findings:
+            by_file.setdefault(f.path, []).append(f)
+        for c in report.unfixed:
+            outcome = self.seen.get("baseline", {}).get(c.id)
+            files = [junit.module_of(c.id), *(outcome.files if outcome else ())]
+            for file in dict.fromkeys(_relative(f, roots, self.source.project) for f in files):
+                c.findings += [f"{f.path}:{f.line}: {f.code} {f.message}" for f in by_file.get(file, [])]
 
     def device_notes(self, report: VerifyReport) -> None:
         if self.device is None or self.device.uses_cuda:
@@ -419,15 +489,18 @@ class Session:
             flaky = {c.id for c in report.changes if c.kind == FLAKY}
             regressions: list[str] = []
             if self.command is not None:
-                before = {
-                    c.id: junit.Outcome(c.before, c.before_message, imported=c.before_imported)
-                    for c in report.changes
-                    if c.before
-                }
+                first = {
+                    label: {
+                        c.id: junit.Outcome(getattr(c, label), getattr(c, f"{label}_message"), imported=getattr(c, f"{label}_imported"))
+                        for c in report.changes
+                        if getattr(c, label)
+                    }
+                    for label in self.labels
+                }  # fmt: skip
                 run = self.run_tests(project, "without")
-                fake_before = Run(0, 0, before, "")
-                after = self.side_outcomes(run, fake_before)
-                regressions = [c.id for c in compare(before, after) if c.kind in COUNTED and c.id not in flaky]
+                after = self.side_outcomes(run, Run(0, 0, first["before"], ""))
+                compared = compare3(first["before"], first["baseline"], after) if self.three else compare(first["before"], after)
+                regressions = [c.id for c in compared if c.kind in COUNTED and c.id not in flaky]
             probe = self.probe_after(project).status if report.probe is not None else None
             report.without_culprits = WithoutCulprits([str(u) for u in units], regressions, probe)
         finally:
@@ -456,6 +529,7 @@ class Session:
         result = ProbeResult(
             o.probe, "equal", before_returncode=before.returncode, after_returncode=after.returncode,
             before_tail=before.tail[-1500:], after_tail=after.tail[-1500:],
+            before_torch=self.device_of("before").torch, after_torch=self.device.torch,
         )  # fmt: skip
         if before.returncode != 0 and after.returncode != 0:
             result.status = "both-failed"
@@ -477,6 +551,19 @@ class Session:
             raise Abort(f"the probe fails before and after (exit {b.returncode}): {_last_lines(b.tail)}")
         if report.probe.status == "equal" and report.probe.compared == 0:
             report.notes.append("the probe printed no numbers: only its text was compared")
+
+
+def _relative(file: str, roots: Sequence[Path], project_rel: str) -> str:
+    """A traceback's file as a path relative to the project (tracebacks name copies' paths)."""
+    path = Path(file)
+    if path.is_absolute():
+        for root in roots:
+            try:
+                rel = path.relative_to(root / project_rel if project_rel not in ("", ".") else root)
+            except ValueError:
+                continue
+            return rel.as_posix()
+    return path.as_posix()
 
 
 def _seen(outcomes: dict[str, junit.Outcome] | None, test_id: str) -> str | None:
@@ -532,8 +619,8 @@ def _verify(session: Session, report: VerifyReport) -> None:
     if not changed:
         report.status, report.message = UNCHANGED, "nothing to migrate: no codemod changed any file; nothing to verify"
         return
-    session.setup_device()
-    report.device = session.device
+    report.notes.extend(session.setup_device())
+    report.device, report.before_device = session.device, session.before_device
     session.isolate_imports(after, changed)
     report.notes.extend(session.notes)
     session.choose_command(before)
@@ -542,8 +629,9 @@ def _verify(session: Session, report: VerifyReport) -> None:
         session.test_phase(report, before, after)
     if options.probe:
         session.probe_phase(report, before, after)
+    session.unfixed_findings(report)
     session.culprit_phase(report, fired(migration))
-    bad = report.regressions or (report.probe is not None and report.probe.regression)
+    bad = report.regressions or report.unfixed or (report.probe is not None and report.probe.regression)
     report.status = REGRESSIONS if bad else OK
     report.message = _verdict(report)
 
@@ -567,6 +655,11 @@ def _verdict(report: VerifyReport) -> str:
     parts = []
     if report.regressions:
         parts.append(f"{len(report.regressions)} regression(s)")
+    if report.unfixed:
+        parts.append(
+            f"{len(report.unfixed)} unfixed (broken by the torch upgrade {report.era} → {report.device.torch}; "
+            "no codemod repaired them)"
+        )
     if report.probe is not None and report.probe.regression:
         parts.append(f"probe {report.probe.status}")
     if report.culprit_units:

@@ -167,3 +167,13 @@ CUDA_MISSING = (
 def needs_cuda(message: str) -> bool:
     lower = message.lower()
     return any(m.lower() in lower for m in CUDA_MISSING)
+
+
+def has_module(python: str, module: str, env: dict[str, str], timeout: float) -> bool:
+    """Whether `python` can import `module` (asked from a neutral folder, with `env`)."""
+    with tempfile.TemporaryDirectory(prefix="torch-migrate-probe-") as neutral:
+        try:
+            done = execute.run([python, "-c", f"import {module}"], Path(neutral), env, timeout)
+        except execute.StartError:
+            return False
+    return done.returncode == 0

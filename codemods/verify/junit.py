@@ -28,6 +28,7 @@ class Outcome:
     message: str = ""
     file: str | None = None  # xunit1's file attribute, relative to pytest's rootdir
     imported: bool = True  # False: not run, because its module did not import (compare.expand)
+    files: tuple[str, ...] = ()  # the .py files its traceback passes through, as pytest printed them
 
     @property
     def failing(self) -> bool:
@@ -56,7 +57,18 @@ def module_of(test_id: str) -> str:
     return test_id.partition("::")[0]
 
 
-def _outcome(case: ET.Element) -> tuple[str, str]:
+# pytest's long tracebacks: `pkg/mod.py:12: in func` / `pkg/mod.py:12: Error`; Python's own
+# (inside collection errors): `File "/abs/pkg/mod.py", line 12`.
+_TRACEBACK_FILE = re.compile(r'^(\S+\.py):\d+:|File "([^"]+\.py)", line \d+', re.M)
+
+
+def traceback_files(text: str) -> tuple[str, ...]:
+    """The .py files a failure's traceback names, in order, each once."""
+    found = (m[1] or m[2] for m in _TRACEBACK_FILE.finditer(text))
+    return tuple(dict.fromkeys(found))
+
+
+def _outcome(case: ET.Element) -> tuple[str, str, tuple[str, ...]]:
     for tag, outcome in (("error", "error"), ("failure", "failed"), ("skipped", "skipped")):
         child = case.find(tag)
         if child is not None:
@@ -67,8 +79,9 @@ def _outcome(case: ET.Element) -> tuple[str, str]:
                 text = child.text or ""
                 raised = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ")]
                 message = raised[-1] if raised else message or text.strip()
-            return outcome, " ".join(message.split())[:MESSAGE]
-    return "passed", ""
+            files = traceback_files(child.text or "") if outcome != "skipped" else ()
+            return outcome, " ".join(message.split())[:MESSAGE], files
+    return "passed", "", ()
 
 
 def parse(path: Path) -> dict[str, Outcome]:
@@ -81,10 +94,10 @@ def parse(path: Path) -> dict[str, Outcome]:
     for case in root.iter("testcase"):
         file = case.get("file")
         test_id = node_id(case.get("classname", ""), case.get("name", ""), file)
-        outcome, message = _outcome(case)
+        outcome, message, files = _outcome(case)
         previous = results.get(test_id)
         if previous is None or RANK[outcome] > RANK[previous.outcome]:
-            results[test_id] = Outcome(outcome, message, file)
+            results[test_id] = Outcome(outcome, message, file, files=files)
     return results
 
 

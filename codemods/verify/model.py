@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from codemods.results import Report
-from codemods.verify.compare import COUNTED, FIXED, FLAKY, NEW_FAILING, TestChange, counts
+from codemods.verify.compare import COUNTED, FIXED, FLAKY, NEW_FAILING, UNFIXED, TestChange, counts
 from codemods.verify.device import Device
 from codemods.verify.migration import FileStat
 from codemods.verify.probe import Divergence
@@ -20,6 +20,7 @@ class VerifyOptions:
     tests: str | None = None  # test command; default `python -m pytest` when the project has tests
     probe: str | None = None  # a command whose printed numbers must match before and after
     python: str | None = None  # target interpreter; default: active venv's, else ours
+    before_python: str | None = None  # the original code's interpreter (three sides); default: the target
     device: str = "auto"  # auto | cpu | cuda
     timeout: float = 1200.0  # seconds, per side and per run
     rerun: int = 2  # reruns of each changed test on both sides, to tell flaky from real
@@ -44,9 +45,21 @@ class SideRun:
     per_test: bool  # JUnit XML was read
     outcomes: dict[str, int] = field(default_factory=dict)  # passed/failed/error/skipped -> count
     tail: str = ""
+    environment: dict | None = None  # python, python_version, torch, cuda_available, devices
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
+
+
+def environment_of(device: Device) -> dict:
+    """A side's environment as the JSON report names it."""
+    return {
+        "python": device.python,
+        "python_version": device.python_version,
+        "torch": device.torch,
+        "cuda_available": device.uses_cuda,
+        "devices": list(device.devices) if device.uses_cuda else [],
+    }
 
 
 @dataclass
@@ -54,6 +67,8 @@ class ProbeResult:
     command: str
     status: str  # equal | diverged | after-failed | fixed | both-failed
     compared: int = 0
+    before_torch: str | None = None  # each side's torch version (they differ with --before-python)
+    after_torch: str | None = None
     divergence: Divergence | None = None
     before_returncode: int | None = None
     after_returncode: int | None = None
@@ -93,6 +108,7 @@ class VerifyReport:
     status: str = OK
     message: str = ""  # why it could not run (status error), else a one-line verdict
     device: Device | None = None
+    before_device: Device | None = None  # with --before-python: the original code's interpreter
     migration: Report | None = None  # the after copy's migration
     diffstat: list[FileStat] = field(default_factory=list)
     diff: str = ""
@@ -113,6 +129,19 @@ class VerifyReport:
     @property
     def regressions(self) -> list[TestChange]:
         return [c for c in self.changes if c.kind in COUNTED]
+
+    @property
+    def unfixed(self) -> list[TestChange]:
+        return [c for c in self.changes if c.kind == UNFIXED]
+
+    @property
+    def three_sides(self) -> bool:
+        return any(s.label == "baseline" for s in self.sides)
+
+    @property
+    def era(self) -> str | None:
+        """The torch the original code was written for: the before interpreter's, when given."""
+        return self.before_device.torch if self.before_device is not None else None
 
     @property
     def newly_failing(self) -> list[TestChange]:
@@ -139,6 +168,8 @@ class VerifyReport:
             "message": self.message,
             "exit_code": self.exit_code,
             "device": self.device.to_dict() if self.device else None,
+            "before_device": self.before_device.to_dict() if self.before_device else None,
+            "era": self.era,
             "migration": {
                 "codemods": list(migration.codes),
                 "rewrites": dict(sorted(migration.rewrites.items())),
@@ -152,7 +183,7 @@ class VerifyReport:
             "test_command": self.test_command,
             "sides": [s.to_dict() for s in self.sides],
             "summary": counts(self.changes),
-            "tests": [c.to_dict() for c in self.changes],
+            "tests": [c.to_dict(self.three_sides) for c in self.changes],
             "probe": self.probe.to_dict() if self.probe else None,
             "culprits": self.culprits,
             "unexplained": self.unexplained,

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 
 from codemods import registry
-from codemods.verify.compare import ADDED, CHANGED, FIXED, FLAKY, MISSING, NEW_FAILING, REGRESSION, UNCHANGED
+from codemods.verify.compare import ADDED, CHANGED, FIXED, FLAKY, MISSING, NEW_FAILING, REGRESSION, UNCHANGED, UNFIXED
 from codemods.verify.model import ERROR, OK, REGRESSIONS, UNCHANGED as NOTHING, VerifyReport
 
 SECTIONS = (
     (REGRESSION, "Regressions"),
     (MISSING, "Missing after the migration (passed before)"),
+    (UNFIXED, "Unfixed (passed before; fails after and in the baseline: the torch upgrade broke it, no codemod repaired it)"),
     (FIXED, "Fixed by the migration"),
     (NEW_FAILING, "Newly collected, failing (not collected or not importable before; not counted)"),
     (FLAKY, "Flaky (identical runs on one side observed different outcomes; not counted)"),
@@ -35,6 +36,7 @@ def _tally(outcomes: dict[str, int]) -> str:
 def _runs(change) -> str:
     if not change.reruns_before and not change.reruns_after:
         return ""
+    baseline = ""
 
     def fmt(first: str | None, runs: list[str | None]) -> str:
         if first is None:
@@ -42,7 +44,9 @@ def _runs(change) -> str:
         return "/".join(x or "could not rerun" for x in runs)
 
     before, after = fmt(change.before, change.reruns_before), fmt(change.after, change.reruns_after)
-    return f" (reruns before: {before}; after: {after})"
+    if change.reruns_baseline:
+        baseline = f"; baseline: {fmt(change.baseline, change.reruns_baseline)}"
+    return f" (reruns before: {before}{baseline}; after: {after})"
 
 
 def _same(report: VerifyReport) -> str:
@@ -55,15 +59,20 @@ def _same(report: VerifyReport) -> str:
 
 def text(report: VerifyReport) -> str:
     lines = [f"verify {report.path}"]
+    if report.before_device is not None:
+        lines.append(f"  before:   {report.before_device.summary} (the era of the original code)")
     if report.device is not None:
-        lines.append(f"  device:   {report.device.summary}")
+        lines.append(f"  {'target:' if report.before_device is not None else 'device:'}   {report.device.summary}")
     if report.migration is not None:
         rewrites = ", ".join(f"{c} {_name(c)} ×{n}" for c, n in sorted(report.migration.rewrites.items()))
         lines.append(f"  migrated: {len(report.migration.changed)} file(s){': ' + rewrites if rewrites else ''}")
         for stat in report.diffstat:
             lines.append(f"    {stat.path}  +{stat.added} -{stat.removed}")
     for side in report.sides:
-        lines.append(f"  {side.label + ':':<9} `{side.command}` exit {side.returncode}, {_tally(side.outcomes)} ({side.seconds:.1f} s)")
+        torch = f", torch {side.environment['torch']}" if report.three_sides and side.environment else ""
+        lines.append(
+            f"  {side.label + ':':<9} `{side.command}` exit {side.returncode}, {_tally(side.outcomes)} ({side.seconds:.1f} s{torch})"
+        )
     lines.append("")
     for kind, title in SECTIONS:
         rows = [c for c in report.changes if c.kind == kind]
@@ -71,11 +80,14 @@ def text(report: VerifyReport) -> str:
             continue
         lines.append(f"{title} ({len(rows)}):")
         for c in rows:
-            lines.append(f"  {c.id}  {c.before or 'absent'} {ARROW} {c.after or 'absent'}{_runs(c)}")
-            side = "after" if kind in (REGRESSION, CHANGED, ADDED, NEW_FAILING) else "before"
-            message = c.after_message if side == "after" else c.before_message
+            baseline = f" (baseline: {c.baseline or 'absent'})" if report.three_sides else ""
+            lines.append(f"  {c.id}  {c.before or 'absent'} {ARROW} {c.after or 'absent'}{baseline}{_runs(c)}")
+            side = "baseline" if kind == UNFIXED else "after" if kind in (REGRESSION, CHANGED, ADDED, NEW_FAILING) else "before"
+            message = getattr(c, f"{side}_message")
             if message and kind != FLAKY:
                 lines.append(f"      {side}: {message}")
+            for finding in c.findings:
+                lines.append(f"      finding: {finding}")
             if c.culprits:
                 lines.append(f"      culprit: {', '.join(c.culprits)}")
             if c.note:
@@ -88,7 +100,9 @@ def text(report: VerifyReport) -> str:
         lines.append(f"Probe `{p.command}`: {p.status} ({p.compared} number(s) compared)")
         if p.divergence is not None:
             d = p.divergence
-            lines += [f"  first divergence, output line {d.line}: {d.reason}", f"    before: {d.before}", f"    after:  {d.after}"]
+            tb = f" (torch {p.before_torch})" if p.before_torch != p.after_torch else ""
+            ta = f" (torch {p.after_torch})" if p.before_torch != p.after_torch else ""
+            lines += [f"  first divergence, output line {d.line}: {d.reason}", f"    before{tb}: {d.before}", f"    after{ta}:  {d.after}"]
         if p.status == "after-failed":
             lines.append(f"  after (exit {p.after_returncode}): {p.after_tail.splitlines()[-1] if p.after_tail else ''}")
         if p.culprits:
@@ -134,22 +148,26 @@ def markdown(report: VerifyReport) -> str:
             out += ["", f"{findings} finding(s) left for manual review (`torch-migrate run --diff` lists them)."]
         out.append("")
     if report.sides:
-        out += [f"### Tests (`{_cell(report.test_command or '')}`)", "", "| | before | after |", "|---|---|---|"]
-        by = {s.label: s for s in report.sides}
-        b, a = by.get("before"), by.get("after")
-        if b and a:
-            out.append(f"| exit code | {b.returncode} | {a.returncode} |")
-            for k in ("passed", "failed", "error", "skipped"):
-                if b.outcomes.get(k) or a.outcomes.get(k):
-                    out.append(f"| {k} | {b.outcomes.get(k, 0)} | {a.outcomes.get(k, 0)} |")
-            out.append(f"| time | {b.seconds:.1f} s | {a.seconds:.1f} s |")
+        sides = report.sides
+        head = " | ".join(s.label for s in sides)
+        out += [f"### Tests (`{_cell(report.test_command or '')}`)", "", f"| | {head} |", "|---" * (len(sides) + 1) + "|"]
+        if report.three_sides:
+            out.append("| torch | " + " | ".join(str((s.environment or {}).get("torch")) for s in sides) + " |")
+        out.append("| exit code | " + " | ".join(str(s.returncode) for s in sides) + " |")
+        for k in ("passed", "failed", "error", "skipped"):
+            if any(s.outcomes.get(k) for s in sides):
+                out.append(f"| {k} | " + " | ".join(str(s.outcomes.get(k, 0)) for s in sides) + " |")
+        out.append("| time | " + " | ".join(f"{s.seconds:.1f} s" for s in sides) + " |")
         rows = [c for c in report.changes if c.kind != UNCHANGED]
         if rows:
-            out += ["", "| test | before | after | result | culprit |", "|---|---|---|---|---|"]
+            three = report.three_sides
+            cols = "| test | before |" + (" baseline |" if three else "") + " after | result | culprit |"
+            out += ["", cols, "|---" * (6 if three else 5) + "|"]
             for c in rows:
                 result = c.kind + (f" — {c.note}" if c.note else "")
+                base = f" {c.baseline or '—'} |" if three else ""
                 out.append(
-                    f"| `{_cell(c.id)}` | {c.before or '—'} | {c.after or '—'} | {_cell(result)} | {_cell(', '.join(c.culprits))} |"
+                    f"| `{_cell(c.id)}` | {c.before or '—'} |{base} {c.after or '—'} | {_cell(result)} | {_cell(', '.join(c.culprits))} |"
                 )
         out += ["", _same(report), ""] if any(c.kind == UNCHANGED for c in report.changes) else [""]
     if report.probe is not None:
@@ -164,7 +182,12 @@ def markdown(report: VerifyReport) -> str:
         verdict = "no regressions" if w.clean else f"{len(w.regressions)} regression(s) remain"
         out += [f"Without {', '.join(w.units)}: {verdict}.", ""]
     if report.device is not None:
-        out += ["### Device", "", report.device.summary, ""]
+        out += ["### Device", ""]
+        if report.before_device is not None:
+            out += [f"- before (the era of the original code): {report.before_device.summary}", f"- target: {report.device.summary}"]
+        else:
+            out.append(report.device.summary)
+        out.append("")
     for note in report.notes:
         out.append(f"- {note}")
     return "\n".join(out).rstrip() + "\n"
