@@ -69,6 +69,14 @@ def test_the_three_kinds_on_the_example(three_sides) -> None:
     fixed = next(t for t in data["tests"] if t["id"] == "tests/test_compat.py::test_is_path_like")
     assert (fixed["before"], fixed["baseline"], fixed["after"]) == ("passed", "error", "passed")
     assert "torch._six" in fixed["baseline_message"]
+    # Each fix is credited to the codemod whose removal breaks the test again.
+    fixers = {t["id"]: t["fixed_by"] for t in data["tests"] if t["kind"] == FIXED}
+    assert fixers == {
+        "tests/test_compat.py::test_is_path_like": ["TM007"],
+        "tests/test_compat.py::test_grad_norm_l2_and_inf": ["TM007"],
+        "tests/test_spectral.py::test_principal_components_of_stretched_data": ["TM006"],
+    }
+    assert data["fixed_by"] == {"TM006": 1, "TM007": 2} and "fixed by the migration (TM006 ×1, TM007 ×2)" in data["message"]
 
 
 def test_each_side_reports_its_own_environment(three_sides, old_torch_python) -> None:

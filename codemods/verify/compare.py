@@ -60,6 +60,7 @@ class TestChange:
     baseline_imported: bool = True
     reruns_baseline: list[str | None] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)  # unfixed: findings on the files in its traceback
+    fixed_by: list[str] = field(default_factory=list)  # fixed: the codemod(s) that repaired it
 
     @property
     def test_id(self) -> str:
@@ -68,7 +69,7 @@ class TestChange:
     def to_dict(self, three: bool = False) -> dict:
         data = dict(self.__dict__)
         if not three:
-            for key in ("baseline", "baseline_message", "baseline_imported", "reruns_baseline", "findings"):
+            for key in ("baseline", "baseline_message", "baseline_imported", "reruns_baseline", "findings", "fixed_by"):
                 data.pop(key)
         return data
 

@@ -432,6 +432,26 @@ class Session:
 
         return run
 
+    def fixers_phase(self, report: VerifyReport, by_code: dict[str, list[str]]) -> None:
+        """Three sides: the codemod behind each test the torch upgrade broke and the migration
+        repaired — the one whose removal makes it fail again (the culprit search, inverted)."""
+        fixed = [c.id for c in report.fixed if c.before == "passed"]
+        if not self.three or not fixed or not self.options.find_culprits:
+            return
+        self.say(f"finding the codemod(s) that fixed {len(fixed)} test(s)")
+        trial = self.trial(fixed)
+        found = culprits.search(
+            culprits.codemod_units(by_code), fixed, lambda without: set(fixed) - trial(without), self.pmap
+        )
+        counts: dict[str, int] = {}
+        for c in report.changes:
+            c.fixed_by = [str(u) for u in found.culprits.get(c.id, [])]
+            for code in c.fixed_by:
+                counts[code] = counts.get(code, 0) + 1
+        report.fixed_by = dict(sorted(counts.items()))
+        if found.trials:
+            report.notes.append(f"fixers: {found.trials} trial migration(s)")
+
     def culprit_phase(self, report: VerifyReport, by_code: dict[str, list[str]]) -> None:
         """Name the codemod (then its file) behind each regression, and behind each newly
         collected test that fails after (the migration made it importable; what keeps it failing?)."""
@@ -631,27 +651,13 @@ def _verify(session: Session, report: VerifyReport) -> None:
         session.probe_phase(report, before, after)
     session.unfixed_findings(report)
     session.culprit_phase(report, fired(migration))
+    session.fixers_phase(report, fired(migration))
     bad = report.regressions or report.unfixed or (report.probe is not None and report.probe.regression)
     report.status = REGRESSIONS if bad else OK
     report.message = _verdict(report)
 
 
 def _verdict(report: VerifyReport) -> str:
-    if report.status == OK:
-        parts = ["no regressions"]
-        if report.fixed:
-            parts.append(f"{len(report.fixed)} test(s) fixed by the migration")
-        if report.newly_failing:
-            culprit = sum(bool(c.culprits) for c in report.newly_failing)
-            parts.append(
-                f"{len(report.newly_failing)} newly collected test(s) failing"
-                + (f" ({culprit} explained by a codemod change)" if culprit else "")
-            )
-        if report.flaky:
-            parts.append(f"{len(report.flaky)} flaky")
-        if report.probe is not None:
-            parts.append(f"probe {report.probe.status}")
-        return "; ".join(parts)
     parts = []
     if report.regressions:
         parts.append(f"{len(report.regressions)} regression(s)")
@@ -664,6 +670,21 @@ def _verdict(report: VerifyReport) -> str:
         parts.append(f"probe {report.probe.status}")
     if report.culprit_units:
         parts.append("caused by " + ", ".join(str(u) for u in report.culprit_units))
+    if report.status == OK:
+        parts.append("no regressions")
+    if report.fixed:
+        by = ", ".join(f"{code} ×{n}" for code, n in report.fixed_by.items())
+        parts.append(f"{len(report.fixed)} test(s) fixed by the migration" + (f" ({by})" if by else ""))
+    if report.newly_failing:
+        culprit = sum(bool(c.culprits) for c in report.newly_failing)
+        parts.append(
+            f"{len(report.newly_failing)} newly collected test(s) failing"
+            + (f" ({culprit} explained by a codemod change)" if culprit else "")
+        )
+    if report.flaky:
+        parts.append(f"{len(report.flaky)} flaky")
+    if report.probe is not None and not report.probe.regression:
+        parts.append(f"probe {report.probe.status}")
     return "; ".join(parts)
 
 

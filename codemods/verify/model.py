@@ -119,6 +119,7 @@ class VerifyReport:
     culprits: dict[str, list[str]] = field(default_factory=dict)  # unit -> test ids (or "<probe>")
     culprit_units: list = field(default_factory=list)  # the Units, for --drop-culprits
     unexplained: list[str] = field(default_factory=list)
+    fixed_by: dict[str, int] = field(default_factory=dict)  # three sides: codemod -> tests it repaired
     without_culprits: WithoutCulprits | None = None
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -187,6 +188,7 @@ class VerifyReport:
             "probe": self.probe.to_dict() if self.probe else None,
             "culprits": self.culprits,
             "unexplained": self.unexplained,
+            "fixed_by": self.fixed_by,
             "without_culprits": self.without_culprits.to_dict() if self.without_culprits else None,
             "notes": self.notes,
             "seconds": round(self.seconds, 2),

@@ -82,12 +82,17 @@ def text(report: VerifyReport) -> str:
         for c in rows:
             baseline = f" (baseline: {c.baseline or 'absent'})" if report.three_sides else ""
             lines.append(f"  {c.id}  {c.before or 'absent'} {ARROW} {c.after or 'absent'}{baseline}{_runs(c)}")
-            side = "baseline" if kind == UNFIXED else "after" if kind in (REGRESSION, CHANGED, ADDED, NEW_FAILING) else "before"
+            if kind == UNFIXED or (kind == FIXED and report.three_sides):
+                side = "baseline"
+            else:
+                side = "after" if kind in (REGRESSION, CHANGED, ADDED, NEW_FAILING) else "before"
             message = getattr(c, f"{side}_message")
             if message and kind != FLAKY:
                 lines.append(f"      {side}: {message}")
             for finding in c.findings:
                 lines.append(f"      finding: {finding}")
+            if c.fixed_by:
+                lines.append(f"      fixed by: {', '.join(c.fixed_by)}")
             if c.culprits:
                 lines.append(f"      culprit: {', '.join(c.culprits)}")
             if c.note:
@@ -120,6 +125,8 @@ def text(report: VerifyReport) -> str:
     if report.copies:
         lines.append(f"copies kept in {report.copies}")
     label = {OK: "OK", NOTHING: "OK", REGRESSIONS: "REGRESSIONS", ERROR: "COULD NOT VERIFY"}[report.status]
+    if report.status == REGRESSIONS and report.unfixed and not report.regressions:
+        label = "UNFIXED"  # the migration broke nothing; the torch upgrade did
     lines.append(f"{label}: {report.message} ({report.seconds:.1f} s, exit {report.exit_code})")
     return "\n".join(lines)
 
