@@ -5,7 +5,9 @@ era used the word freely (`def f(x, async=False)`, `self.async = async`). Such a
 error today, so no codemod can run on it. This module works on tokens, before any parse:
 
 - `async=` passed to one of the tensor methods torch renamed (`cuda`, `to`, `type`, `copy_`)
-  becomes `non_blocking=`, torch's own new name for the same flag;
+  becomes `non_blocking=`, torch's own new name for the same flag; so does `async=` passed to a
+  function of this file that forwards its `**kwargs` into one of those methods (directly or
+  through another such function), since that is where the keyword ends up;
 - every other use of `async` as a name (parameters, variables, keywords, attributes) becomes
   `async_`, the same way in every file this stage repairs, so that a parameter renamed in one file
   and the keyword passed to it in another still agree.
@@ -155,10 +157,111 @@ def _classify(toks: list[tokenize.TokenInfo], all_tokens: list[tokenize.TokenInf
     return uses
 
 
-def repair(text: str) -> Repaired | None:
+@dataclass
+class _Def:
+    line: int
+    params: frozenset[str]  # the plain parameter names
+    keywords: str | None  # the `**kwargs` name
+    forwards_to: set[str]  # callees its `**kwargs` are passed to; `.cuda` etc. for torch's methods
+
+
+def _closer(toks: list[tokenize.TokenInfo], opener: int) -> int:
+    depth = 0
+    for k in range(opener, len(toks)):
+        if toks[k].type == tokenize.OP and toks[k].string in "([{":
+            depth += 1
+        elif toks[k].type == tokenize.OP and toks[k].string in ")]}":
+            depth -= 1
+            if depth == 0:
+                return k
+    return len(toks) - 1
+
+
+def _definitions(
+    toks: list[tokenize.TokenInfo], starts: set[int], enclosing: dict[int, int]
+) -> dict[str, list[_Def]]:
+    """Every `def` of the file by name, with what its `**kwargs` are handed to in its body."""
+    defs: dict[str, list[_Def]] = {}
+    ordered = sorted(starts)
+    for i, tok in enumerate(toks):
+        if not (tok.type == tokenize.NAME and tok.string == "def" and i + 2 < len(toks) and toks[i + 2].string == "("):
+            continue
+        opener, closer = i + 2, _closer(toks, i + 2)
+        params, keywords = set(), None
+        for k in range(opener + 1, closer):
+            if enclosing.get(k) != opener or toks[k].type != tokenize.NAME:
+                continue
+            before = toks[k - 1].string
+            if before == "**":
+                keywords = toks[k].string
+            elif before in ("(", ",", "*"):
+                params.add(toks[k].string)
+        column = toks[max((s for s in ordered if s <= i), default=0)].start[1]
+        end = next((s for s in ordered if s > closer and toks[s].start[1] <= column), len(toks))
+        forwards: set[str] = set()
+        if keywords is not None:
+            for k in range(closer + 1, end - 1):
+                if toks[k].string != "**" or toks[k + 1].string != keywords or k not in enclosing:
+                    continue
+                call = enclosing[k]
+                if toks[call].string != "(" or call < 1 or toks[call - 1].type != tokenize.NAME:
+                    continue
+                dotted = call > 1 and toks[call - 2].string == "."
+                callee = toks[call - 1].string
+                forwards.add(f".{callee}" if dotted and callee in RENAMED_BY_TORCH else callee)
+        defs.setdefault(toks[i + 1].string, []).append(_Def(tok.start[0], frozenset(params), keywords, forwards))
+    return defs
+
+
+def _forwarders(defs: dict[str, list[_Def]]) -> dict[str, int]:
+    """Functions (name -> line of the first definition) every definition of which passes its
+    `**kwargs` on into `.cuda()`/`.to()`/`.type()`/`.copy_()`, directly or through one another."""
+    found: dict[str, int] = {}
+    targets = {f".{name}" for name in RENAMED_BY_TORCH}
+    changed = True
+    while changed:
+        changed = False
+        for name, variants in defs.items():
+            if name in found or any("async" in d.params for d in variants):
+                continue
+            if all(d.forwards_to & (targets | found.keys()) for d in variants):
+                found[name] = variants[0].line
+                changed = True
+    return found
+
+
+def forwarders(text: str) -> frozenset[str]:
+    """Names of the functions `text` defines that forward their `**kwargs` into `.cuda()`/`.to()`
+    (what another file's `name(..., async=...)` needs to know); empty when it does not tokenize."""
+    all_tokens = _tokens(text)
+    if all_tokens is None:
+        return frozenset()
+    toks = _significant(all_tokens)
+    return frozenset(_forwarders(_definitions(toks, _statement_starts(toks, all_tokens), _openers(toks))))
+
+
+def _keyword_note(callee: str | None, defs: dict[str, list[_Def]]) -> str:
+    """What a reviewer must check about `callee(async_=...)`, true of this file's definitions."""
+    head = f"`async=` -> `{NEW_NAME}=`: "
+    if callee is None or callee not in defs:
+        return head + (
+            f"`{callee or 'this callee'}` is not defined in this file; check that its definition names"
+            f" the parameter `{NEW_NAME}` too"
+        )
+    where = ", ".join(str(d.line) for d in defs[callee])
+    if any(d.keywords for d in defs[callee]):
+        return head + (
+            f"`{callee}` (line {where}) takes it through **kwargs; check that where they end up"
+            f" expects `{NEW_NAME}`"
+        )
+    return head + f"`{callee}` (line {where}) has no `async` parameter: this call raised TypeError before too"
+
+
+def repair(text: str, forwarding: frozenset[str] = frozenset()) -> Repaired | None:
     """`text` with every `async`-as-a-name repaired, or None when there is nothing this stage can
     repair (no such use, a collision with an existing `async_`, an import of a module named
-    `async`, or text the tokenizer rejects)."""
+    `async`, or text the tokenizer rejects). `forwarding`: functions other files define that pass
+    their `**kwargs` into `.cuda()`/`.to()` (see `forwarders`), for calls this file does not define."""
     if not mentions_async(text):
         return None
     all_tokens = _tokens(text)
@@ -172,6 +275,8 @@ def repair(text: str) -> Repaired | None:
         return None
 
     with_param = {u.callee for u in uses if u.role == "parameter"}
+    defs = _definitions(toks, _statement_starts(toks, all_tokens), _openers(toks))
+    forwarded = _forwarders(defs)
     stored = {
         u.index
         for u in uses
@@ -189,12 +294,36 @@ def repair(text: str) -> Repaired | None:
             edits.append((row, col, tok.end[1], "non_blocking"))
             repairs.append(Repair(row, col, f"`.{use.callee}(async=...)` -> `non_blocking=` (torch's own rename)"))
             continue
+        via = forwarded.get(use.callee) if role == "keyword" else None
+        if role == "keyword" and via is None and use.callee not in defs and use.callee in forwarding:
+            via = 0
+        if via is not None:
+            edits.append((row, col, tok.end[1], "non_blocking"))
+            where = f" (line {via})" if via else " (in another file)"
+            repairs.append(
+                Repair(
+                    row,
+                    col,
+                    f"`{use.callee}(async=...)` -> `non_blocking=`: `{use.callee}`{where} passes its **kwargs"
+                    " on to `.cuda()`/`.to()`, which take `non_blocking`",
+                )
+            )
+            continue
         edits.append((row, col, tok.end[1], NEW_NAME))
         if role == "keyword" and use.callee not in with_param:
-            message = (
-                f"`async=` -> `{NEW_NAME}=`: `{use.callee or 'this callee'}` takes no `async` parameter in this "
-                f"file; check that its definition was renamed to `{NEW_NAME}` too"
-            )
+            message = _keyword_note(use.callee, defs)
+            onward = sorted({t for d in defs.get(use.callee, ()) for t in d.forwards_to})
+            if onward:
+                repairs.append(
+                    Repair(
+                        row,
+                        col,
+                        f"`{use.callee}` passes its **kwargs on to {', '.join(f'`{t}()`' for t in onward)}: if"
+                        " `async` reaches a tensor's `.cuda()`/`.to()` there, it must be `non_blocking=`",
+                        kind="finding",
+                        suggestion="non_blocking=",
+                    )
+                )
         elif role == "attribute" and not stored:
             message = (
                 f"`.async` -> `.{NEW_NAME}`: the attribute is never set in this file; check that where it is "
