@@ -64,7 +64,10 @@ class RemovedInternals(ReferenceCodemod):
     against `_LRScheduler` is listed for review: `LRScheduler` also matches `ReduceLROnPlateau`,
     which `_LRScheduler` never did. Type-name tests are rewritten only when the tested object is a
     plain name (evaluated twice) and every string is a tensor type name; `x.type() == 'torch.FloatTensor'`
-    still works but depends on the device, so it is a finding with the dtype form suggested.
+    (also as `self.assertEqual(x.type(), 'torch.FloatTensor')`, `assertIn`, `assertNotEqual`...)
+    still works but depends on the device, so it is a finding with the dtype form suggested, each
+    dtype named once. A `.type()` compared with strings that are no torch type names is the
+    user's own method and is left alone.
 
     ## References
     - https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate
@@ -213,11 +216,13 @@ class RemovedInternals(ReferenceCodemod):
         target = original_node.comparisons[0]
         left, right = original_node.left, target.comparator
         op = target.operator
+        if isinstance(op, (cst.Equal, cst.NotEqual)) and isinstance(left, cst.SimpleString):
+            left, right = right, left  # `'FloatTensor' == x.__class__.__name__`
         subject = _class_name_subject(left)
         if subject is None:
-            if _type_call_subject(left) is not None and _string_values(right):
-                suggestion = self._type_string_suggestion(_type_call_subject(left), _string_values(right))
-                self.finding(original_node, "`.type()` string test depends on the device; test the dtype instead", suggestion=suggestion)
+            if _type_call_subject(left) is not None:
+                positive = not isinstance(op, (cst.NotEqual, cst.NotIn))
+                self._type_string_test(original_node, _type_call_subject(left), right, positive)
             return updated_node
         names = _string_values(right)
         if names is None:
@@ -235,17 +240,12 @@ class RemovedInternals(ReferenceCodemod):
         if torch is None:
             return updated_node
         x = self.code_for(subject)
-        if isinstance(op, (cst.Equal, cst.NotEqual)) and isinstance(right, cst.SimpleString):
-            kinds = f"{torch}.{dtypes[names[0]]}"
-            positive = isinstance(op, cst.Equal)
-            dtype_test = f"{x}.dtype {'==' if positive else '!='} {kinds}"
-        elif isinstance(op, (cst.In, cst.NotIn)) and not isinstance(right, cst.SimpleString):
-            kinds = ", ".join(f"{torch}.{dtypes[n]}" for n in names)
-            kinds = f"({kinds},)" if len(names) == 1 else f"({kinds})"
-            positive = isinstance(op, cst.In)
-            dtype_test = f"{x}.dtype {'in' if positive else 'not in'} {kinds}"
+        one = isinstance(right, cst.SimpleString)
+        if isinstance(op, (cst.Equal, cst.NotEqual)) and one or isinstance(op, (cst.In, cst.NotIn)) and not one:
+            positive = isinstance(op, (cst.Equal, cst.In))
         else:
             return updated_node
+        dtype_test = _dtype_test(x, [f"{torch}.{dtypes[n]}" for n in names], positive)
         text = (
             f"(isinstance({x}, {torch}.Tensor) and {dtype_test})"
             if positive
@@ -258,16 +258,59 @@ class RemovedInternals(ReferenceCodemod):
             new = new.with_changes(lpar=updated_node.lpar or new.lpar, rpar=updated_node.rpar or new.rpar)
         return self.rewrite(original_node, updated_node, new)
 
-    def _type_string_suggestion(self, subject: cst.BaseExpression, names: list[str]) -> str | None:
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        """`self.assertEqual(x.type(), 'torch.FloatTensor')` and its unittest siblings."""
+        func = original_node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in _TYPE_ASSERTS or len(original_node.args) < 2:
+            return updated_node
+        first, second = (a.value for a in original_node.args[:2])
+        if _type_call_subject(first) is None and func.attr.value in ("assertEqual", "assertEquals", "assertNotEqual"):
+            first, second = second, first
+        subject = _type_call_subject(first)
+        if subject is not None and not any(a.star for a in original_node.args[:2]):
+            self._type_string_test(original_node, subject, second, func.attr.value in _TYPE_ASSERTS_POSITIVE, assertion=func)
+        return updated_node
+
+    def _type_string_test(
+        self,
+        node: cst.CSTNode,
+        subject: cst.BaseExpression,
+        strings: cst.BaseExpression,
+        positive: bool,
+        assertion: cst.Attribute | None = None,
+    ) -> None:
+        """A finding for a test of `subject.type()` against tensor type strings (and nothing for
+        other strings: `layer.type() == 'conv'` is the user's own method)."""
+        names = _string_values(strings)
+        if not names:
+            return
         dtypes = table()["tensor_type_names"]
-        kinds = []
-        for n in names:
-            short = n.rsplit(".", 1)[-1]
-            if not n.startswith("torch.") or short not in dtypes:
-                return None
-            kinds.append(f"torch.{dtypes[short]}")
-        x = self.code_for(subject)
-        return f"{x}.dtype == {kinds[0]}" if len(kinds) == 1 else f"{x}.dtype in ({', '.join(kinds)})"
+        shorts = [n.rsplit(".", 1)[-1] for n in names]
+        if not any(n.startswith("torch.") and short in dtypes for n, short in zip(names, shorts)):
+            return
+        suggestion = None
+        if all(n.startswith("torch.") and short in dtypes for n, short in zip(names, shorts)):
+            x, kinds = self.code_for(subject), [f"torch.{dtypes[short]}" for short in shorts]
+            if assertion is None:
+                suggestion = _dtype_test(x, kinds, positive)
+            else:
+                kinds = list(dict.fromkeys(kinds))
+                method = ("assertEqual" if positive else "assertNotEqual") if len(kinds) == 1 else ("assertIn" if positive else "assertNotIn")
+                expected = kinds[0] if len(kinds) == 1 else f"({', '.join(kinds)})"
+                suggestion = f"{self.code_for(assertion.value)}.{method}({x}.dtype, {expected})"
+        self.finding(node, "`.type()` string test depends on the device; test the dtype instead", suggestion=suggestion)
+
+
+_TYPE_ASSERTS_POSITIVE = frozenset({"assertEqual", "assertEquals", "assertIn"})
+_TYPE_ASSERTS = _TYPE_ASSERTS_POSITIVE | {"assertNotEqual", "assertNotIn"}
+
+
+def _dtype_test(x: str, kinds: list[str], positive: bool) -> str:
+    """`x.dtype == k` for one dtype, `x.dtype in (k1, k2)` for several, each named once."""
+    kinds = list(dict.fromkeys(kinds))  # 'LongTensor' and 'cuda.LongTensor' are one dtype
+    if len(kinds) == 1:
+        return f"{x}.dtype {'==' if positive else '!='} {kinds[0]}"
+    return f"{x}.dtype {'in' if positive else 'not in'} ({', '.join(kinds)})"
 
 
 def _after_imports(body: list[cst.BaseStatement]) -> int:
