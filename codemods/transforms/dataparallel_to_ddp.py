@@ -33,6 +33,10 @@ PURE_METHODS = frozenset({"item", "format", "size", "dim", "numel", "tolist", "k
 PURE_FUNCTIONS = frozenset({"str", "len", "round", "float", "int", "repr", "abs", "min", "max", "sum", "type"})
 PURE_QUALIFIED = frozenset({"time.time", "torch.cuda.device_count", "torch.cuda.is_available"})
 LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+# Top-level calls that make a module a command-line entry point.
+ENTRY_CALLS = frozenset({"parse_args", "parse_known_args"})
+# DataParallel's own arguments, kept for the plain multi-GPU run.
+DP_ARGS = ("module", "device_ids", "output_device", "dim")
 
 
 @dataclass
@@ -76,6 +80,11 @@ class _Survey(cst.CSTVisitor):
         self.not_names: set[int] = set()
         self.methods: dict[tuple[int, str], cst.FunctionDef] = {}
         self.loggers: set[str] = set()
+        # a training entry point: `if __name__ == "__main__":` or top-level argument parsing,
+        # with a backward pass and an optimizer step somewhere in the file
+        self.entry = False
+        self.backward = False
+        self.step = False
 
     # scopes
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
@@ -126,6 +135,8 @@ class _Survey(cst.CSTVisitor):
         self.fors.pop()
 
     def visit_If(self, node: cst.If) -> None:
+        if self._at_top() and _is_main_guard(node.test):
+            self.entry = True
         self.ifs.append(node)
         self.open_ifs.append(node)
 
@@ -149,6 +160,13 @@ class _Survey(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         name = self.cm.qualified_name(node.func)
         line = self.lines[-1] if self.lines else None
+        if isinstance(node.func, cst.Attribute):
+            method, owner = node.func.attr.value, (dotted(node.func.value) or "").lower()
+            self.backward = self.backward or method == "backward"
+            # an optimizer's (or a GradScaler's) step; a scheduler's step alone is no training
+            self.step = self.step or (method == "step" and "sched" not in owner)
+            if method in ENTRY_CALLS and self._at_top():
+                self.entry = True
         if name in ALREADY_DISTRIBUTED:
             self.distributed.append(node)
         if name in DATAPARALLEL or name in DATALOADER:
@@ -173,6 +191,9 @@ class _Survey(cst.CSTVisitor):
             )
 
     # predicates
+    def _at_top(self) -> bool:
+        return self.scopes[-1].func is None and self.scopes[-1].klass is None
+
     def _counts_epochs(self, expr: cst.BaseExpression) -> bool:
         if not isinstance(expr, cst.Call):
             return False
@@ -215,6 +236,24 @@ class _PureCheck(cst.CSTVisitor):
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         return False
+
+
+def _is_main_guard(test: cst.BaseExpression) -> bool:
+    """`__name__ == "__main__"`, either way round."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    if not isinstance(test.comparisons[0].operator, cst.Equal):
+        return False
+    sides = [test.left, test.comparisons[0].comparator]
+    names = [s for s in sides if isinstance(s, cst.Name) and s.value == "__name__"]
+    strings = [s for s in sides if isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__"]
+    return len(names) == 1 and len(strings) == 1
+
+
+def _submodule(expr: cst.BaseExpression | None) -> bool:
+    """`model.features` / `self.model.encoder`: part of a model, not a model (`self.model` is one)."""
+    parts = (dotted(expr) or "").split(".") if isinstance(expr, cst.Attribute) else []
+    return len(parts) > 2 or (len(parts) == 2 and parts[0] != "self")
 
 
 def _assigned(line: cst.SimpleStatementLine | None, call: cst.Call, chain: bool = True) -> str | None:
@@ -307,9 +346,11 @@ class DataParallelToDDP(MigrationCodemod):
     ## What it does
     Rewrites `nn.DataParallel(model, ...)` (any import form, also `DataParallel(m).cuda()` /
     `.to(device)`, `device_ids=`, `self.model = ...`, a wrap under `if torch.cuda.device_count() > 1:`)
-    into `ddp_wrap(model)` and generates small helpers into the file itself. As `python train.py`
-    the script runs one process with no process group and an unwrapped model, as before on one
-    device. As `torchrun --nproc_per_node=N train.py` it joins the process group from the
+    into `ddp_wrap(model)` and generates small helpers into the file itself, in a training entry
+    point only: a file with a `__main__` guard or top-level argument parsing, a `backward()` and an
+    optimizer `step()`. As `python train.py` the script runs one process with no process group:
+    DataParallel (with its `device_ids=`/`output_device=`) when several GPUs are visible, as before,
+    else the unwrapped model. As `torchrun --nproc_per_node=N train.py` it joins the process group from the
     environment (`nccl` with CUDA, `gloo` without; `torch.cuda.set_device(LOCAL_RANK)`), moves the
     model to its device before wrapping it in `DistributedDataParallel`, gives the shuffled
     training `DataLoader` a `DistributedSampler` (shuffle moved into it, `set_epoch(epoch)` at the
@@ -346,14 +387,17 @@ class DataParallelToDDP(MigrationCodemod):
     ```
 
     ## Fix safety
-    Review. As one process the script behaves as before on one device, but no longer splits
-    batches over several GPUs; launch with `torchrun` for that, and note that `batch_size` is then
-    per process (the global batch is N times larger: scale the learning rate or the batch size).
-    `device_ids=`/`output_device=` are dropped (choose GPUs with `CUDA_VISIBLE_DEVICES`).
+    Review. As one process the script behaves as before (DataParallel over several GPUs); launch
+    with `torchrun` for DDP, and note that `batch_size` is then per process (the global batch is N
+    times larger: scale the learning rate or the batch size). Under torchrun `device_ids=` and
+    `output_device=` are ignored (choose GPUs with `CUDA_VISIBLE_DEVICES`).
     What cannot be restructured (a DataLoader built in another file or inline, a sampler already
     set, no `for epoch in range(...)` loop) is reported as a finding with what to add by hand.
-    Left as they are, with a finding: a DataParallel around a submodule inside an `nn.Module`, a
-    file that already has its own distributed path (`init_process_group`, DDP), and a file where
+    Left as they are, with a finding: a DataParallel outside a training entry point (a library
+    module, a model base class, metrics, an inference or conversion script whose wrapper only adds
+    the `module.` prefix: importing it under torchrun must start no process group), a file that
+    wraps a submodule (`model.features = DataParallel(model.features)`, or one inside an
+    `nn.Module`: DDP must wrap the whole model once), a file that already has its own distributed path (`init_process_group`, DDP), and a file where
     one DataParallel carries `# noqa: TM103` (a half-migrated file would train unsynchronised
     copies). Only `print`/logging calls whose arguments make no calls with side effects are moved
     under `is_main_process()`. The helpers join the process group when the module is imported
@@ -389,6 +433,7 @@ class DataParallelToDDP(MigrationCodemod):
             # A DataParallel kept by `# noqa` with a sharded loader would train unsynchronised
             # copies under torchrun: the file is restructured all at once or not at all.
             return False
+        parts: list[cst.Call] = []
         for call, line, scope in survey.dp_calls:
             model = self._model_arg(call)
             if model is None:
@@ -398,15 +443,30 @@ class DataParallelToDDP(MigrationCodemod):
                     "DistributedDataParallel under torchrun",
                 )
                 continue
-            if scope.klass is not None and self._is_module_class(scope.klass):
-                # DDP around a submodule would sync only that part of the model's gradients.
-                self.finding(
-                    call,
-                    "DataParallel on a submodule inside an nn.Module: under DDP the whole model must be "
-                    "wrapped once; drop this wrapper and wrap the model where it is built",
-                )
+            target = _assigned(line, call)
+            in_model = scope.klass is not None and self._is_module_class(scope.klass) and dotted(model) != "self"
+            if in_model or _submodule(model) or _submodule(
+                cst.parse_expression(target) if target else None
+            ):
+                parts.append(call)
                 continue
             self.dp_sites[call] = model
+        if parts:
+            # DDP around part of a model syncs only that part's gradients, and a DataParallel left
+            # inside a DDP model cannot run under torchrun: the file is restructured by hand.
+            for call in parts:
+                self.finding(
+                    call,
+                    "DataParallel on a submodule (part of a model): under DDP the whole model must be "
+                    "wrapped once; drop this wrapper and wrap the model where it is built",
+                )
+            for call in self.dp_sites:
+                self.finding(
+                    call,
+                    "not restructured for DDP: this file also wraps a submodule in DataParallel "
+                    "(see that finding); wrap the whole model once, then run torch-migrate again",
+                )
+            self.dp_sites = {}
         if not self.dp_sites:
             return True  # only `isinstance(m, DataParallel)` tests may change here
         if survey.distributed:
@@ -427,6 +487,19 @@ class DataParallelToDDP(MigrationCodemod):
                     suggestion="rename them, then run torch-migrate again",
                 )
             return False
+        if not (survey.entry and survey.backward and survey.step):
+            for call in self.dp_sites:
+                self.finding(
+                    call,
+                    "DataParallel outside a training script: DDP scaffolding (a process group, samplers) "
+                    "belongs only in the entry point that trains (a `__main__` guard or top-level argument "
+                    "parsing, with backward() and an optimizer step); left as it is",
+                    suggestion="wrap the model with DistributedDataParallel in the training script under "
+                    "torchrun; a model that is only loaded or converted needs no wrapper "
+                    "(strip the `module.` prefix with torch.nn.modules.utils."
+                    "consume_prefix_in_state_dict_if_present)",
+                )
+            return True
         self.active = True
         self._plan_chains(survey)
         self._plan_conditional_wraps(survey)
@@ -448,7 +521,7 @@ class DataParallelToDDP(MigrationCodemod):
     def _model_arg(self, call: cst.Call) -> cst.BaseExpression | None:
         if A.has_star_args(call):
             return None
-        bound = A.bind(call, ("module", "device_ids", "output_device", "dim"))
+        bound = A.bind(call, DP_ARGS)
         return bound["module"].arg.value if "module" in bound else None
 
     def _plan_chains(self, survey: _Survey) -> None:
@@ -515,11 +588,12 @@ class DataParallelToDDP(MigrationCodemod):
             self.needed.add("ddp_sampler")
             loops = self._epoch_loops_for(loader, survey)
             if not loops:
+                self.needed.add("ddp_set_epoch")  # the finding names it: it must exist in the file
                 self.finding(
                     loader.call,
                     f"no `for epoch in range(...)` loop uses `{loader.target}` here: call "
-                    f"`ddp_set_epoch({loader.target}, epoch)` at the top of each epoch by hand, "
-                    "or every epoch sees the same shuffle under torchrun",
+                    f"`ddp_set_epoch({loader.target}, epoch)` (generated in this file) at the top of each "
+                    "epoch by hand, or every epoch sees the same shuffle under torchrun",
                 )
             for loop in loops:
                 self.epoch_sites.setdefault(loop, []).append(loader.target)
@@ -587,9 +661,14 @@ class DataParallelToDDP(MigrationCodemod):
     # -- rewriting -------------------------------------------------------------------------------
 
     def _site_review(self, call: cst.Call) -> str:
-        bound = A.bind(call, ("module", "device_ids", "output_device", "dim"))
-        dropped = [k for k in ("device_ids", "output_device", "dim") if k in bound]
-        note = f" `{'`, `'.join(dropped)}` dropped (choose GPUs with CUDA_VISIBLE_DEVICES)." if dropped else ""
+        bound = A.bind(call, DP_ARGS)
+        kept = [k for k in DP_ARGS[1:] if k in bound]
+        note = (
+            f" `{'`, `'.join(kept)}` apply to the plain run's DataParallel only (under torchrun choose GPUs "
+            "with CUDA_VISIBLE_DEVICES)."
+            if kept
+            else ""
+        )
         branch = self.s.conditions.get(call)
         if branch is not None and branch not in self.moved_ifs:
             note += (
@@ -598,7 +677,7 @@ class DataParallelToDDP(MigrationCodemod):
             )
         return (
             "DataParallel -> DDP scaffolding. `python "
-            f"{self.launch}` runs one process as before, on one device; launch "
+            f"{self.launch}` runs one process as before (DataParallel over the GPUs when there are several); launch "
             f"`torchrun --nproc_per_node=N {self.launch}` to train with DDP. batch_size is now per process "
             "(the global batch is N times larger)." + note
         )
@@ -606,8 +685,10 @@ class DataParallelToDDP(MigrationCodemod):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if original_node in self.dp_sites and self.active:
             self.needed.add("ddp_wrap")
-            model = A.bind(updated_node, ("module",))["module"].arg.value
-            replacement = _call("ddp_wrap", model)
+            bound = A.bind(updated_node, DP_ARGS)
+            model = bound["module"].arg.value
+            options = {k: bound[k].arg.value for k in DP_ARGS[1:] if k in bound}
+            replacement = _call("ddp_wrap", model, **options)
             return self.rewrite(original_node, updated_node, replacement, review=self._site_review(original_node))
         if original_node in self.chains and self.active:
             inner = updated_node.func.value
@@ -618,7 +699,7 @@ class DataParallelToDDP(MigrationCodemod):
             return self.rewrite(
                 original_node,
                 updated_node,
-                _call("ddp_wrap", moved),
+                inner.with_changes(args=[inner.args[0].with_changes(value=moved), *inner.args[1:]]),
                 review="the model is moved to its device before it is wrapped (DDP needs that order)",
             )
         if (
