@@ -167,3 +167,17 @@ def test_batch_takes_before_python_and_reports_three_columns(old_torch_python, t
     assert "| | before (torch 1.13.1" in report and "| baseline (torch 2.13.0" in report and "**Unfixed**" in report
     text = CliRunner().invoke(main, ["batch", str(manifest), "--workdir", str(tmp_path / "work"), "--resume"]).output
     assert "baseline" in text  # the summary table's tests column: before → baseline → after
+
+
+def test_run_verify_writes_a_migration_that_broke_nothing_and_exits_1_for_the_unfixed_test(old_torch_python, project) -> None:
+    root = project("torch1_era")
+    original = (root / "oldnet" / "compat.py").read_text()
+    result = CliRunner().invoke(
+        main,
+        ["run", str(root), "--verify", "--before-python", old_torch_python, "--python", sys.executable,
+         "--device", "cpu", "--rerun", "0"],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "wrote the verified migration to 3 file(s)" in result.output and "remain unfixed" in result.output
+    assert "from torch._six import" in original and "from torch._six import" not in (root / "oldnet" / "compat.py").read_text()

@@ -23,7 +23,7 @@ from codemods.verify import copies, culprits, execute, imports, junit
 from codemods.verify.apply import digest
 from codemods.verify.commands import TestCommand, has_tests
 from codemods.verify.compare import COUNTED, FIXED, FLAKY, NEW_FAILING, RERUN, compare, compare3, expand, judge
-from codemods.verify.device import Device, DeviceError, default_python, detect, environment, has_module, needs_cuda
+from codemods.verify.device import Device, DeviceError, default_python, detect, environment, needs_cuda
 from codemods.verify.migration import Unit, diffstat, fired, migrate_tree, unified
 from codemods.verify.model import (
     ERROR, OK, REGRESSIONS, UNCHANGED, ProbeResult, SideRun, VerifyOptions, VerifyReport, WithoutCulprits,
@@ -257,13 +257,25 @@ class Session:
         except DeviceError as exc:
             raise Abort(f"{which} interpreter: {exc}" if self.options.before_python else str(exc)) from None
 
-    def setup_device(self) -> list[str]:
-        """Ask the interpreters about themselves; with a distinct before interpreter, three sides."""
+    def ask_all(self) -> Callable[[], dict[str, Device]]:
+        """Ask the interpreters about themselves in the background (each imports torch: seconds),
+        while the project is copied and migrated; the result waits for them."""
+        wanted = {"target": default_python(self.options.python)}
+        if self.options.before_python:
+            wanted["before"] = self.options.before_python
+        pool = ThreadPoolExecutor(max_workers=len(wanted))
+        futures = {which: pool.submit(self.ask, python, which) for which, python in wanted.items()}
+        pool.shutdown(wait=False)
+        return lambda: {which: future.result() for which, future in futures.items()}
+
+    def setup_device(self, asked: Callable[[], dict[str, Device]]) -> list[str]:
+        """With a distinct before interpreter, three sides."""
         notes = []
-        self.device = self.ask(default_python(self.options.python), "target")
+        devices = asked()
+        self.device = devices["target"]
         self.env = environment(self.device.python, self.options.device)
         if self.options.before_python:
-            before = self.ask(self.options.before_python, "before")
+            before = devices["before"]
             for which, device in (("before", before), ("target", self.device)):
                 if device.torch is None:
                     why = device.torch_error or "not installed"
@@ -290,8 +302,7 @@ class Session:
             raise Abort("no tests found (no test_*.py or *_test.py); give --tests CMD or --probe CMD")
         if self.three and self.command is not None and self.command.pytest is not None:
             for which, device in (("before", self.before_device), ("target", self.device)):
-                env = self.before_env if which == "before" else self.env
-                if not has_module(device.python, "pytest", env, min(self.options.timeout, 120)):
+                if not device.has_pytest:
                     raise Abort(f"the {which} interpreter {device.python} cannot import pytest, which runs the tests")
 
     def side_outcomes(self, run: Run, other: Run) -> dict[str, junit.Outcome]:
@@ -627,6 +638,7 @@ def verify(
 
 def _verify(session: Session, report: VerifyReport) -> None:
     options = session.options
+    asked = session.ask_all()
     before, after, migration = session.prepare()
     report.migration = migration
     changed = [f.path for f in migration.changed]
@@ -639,7 +651,7 @@ def _verify(session: Session, report: VerifyReport) -> None:
     if not changed:
         report.status, report.message = UNCHANGED, "nothing to migrate: no codemod changed any file; nothing to verify"
         return
-    report.notes.extend(session.setup_device())
+    report.notes.extend(session.setup_device(asked))
     report.device, report.before_device = session.device, session.before_device
     session.isolate_imports(after, changed)
     report.notes.extend(session.notes)

@@ -15,16 +15,25 @@ from codemods.verify import execute
 DEVICES = ("auto", "cpu", "cuda")
 
 _PROBE = r"""
-import json, sys
+import importlib.util, json, sys
 info = {"python": sys.version.split()[0], "executable": sys.executable, "torch": None,
-        "cuda_available": False, "cuda_version": None, "devices": [], "error": None}
+        "cuda_available": False, "cuda_version": None, "devices": [], "error": None,
+        "pytest": importlib.util.find_spec("pytest") is not None}
 try:
-    import torch
-    info["torch"] = torch.__version__
-    info["cuda_version"] = torch.version.cuda
-    info["cuda_available"] = bool(torch.cuda.is_available())
-    if info["cuda_available"]:
-        info["devices"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    if sys.argv[1:] == ["cpu"]:
+        # GPUs are hidden: only the version matters, and importing torch costs seconds. It is read
+        # from the installed package's metadata (a torch that is installed but does not import
+        # shows as the tests' errors).
+        import importlib.metadata
+        if importlib.util.find_spec("torch") is not None:
+            info["torch"] = importlib.metadata.version("torch")
+    else:
+        import torch
+        info["torch"] = torch.__version__
+        info["cuda_version"] = torch.version.cuda
+        info["cuda_available"] = bool(torch.cuda.is_available())
+        if info["cuda_available"]:
+            info["devices"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
 except Exception as exc:
     info["error"] = "%s: %s" % (type(exc).__name__, exc)
 print("TORCH_MIGRATE_DEVICE " + json.dumps(info))
@@ -46,6 +55,7 @@ class Device:
     devices: tuple[str, ...] = ()
     torch_error: str | None = None
     env: dict[str, str] = field(default_factory=dict)  # what we set for the device choice
+    has_pytest: bool = True  # whether it can import pytest (the test runner)
 
     @property
     def uses_cuda(self) -> bool:
@@ -130,7 +140,8 @@ def _ask(python: str, requested: str, timeout: float) -> Device:
     env = environment(python, requested)
     with tempfile.TemporaryDirectory(prefix="torch-migrate-device-") as neutral:  # no local `torch/`
         try:
-            done = execute.run([python, "-c", _PROBE], Path(neutral), env, timeout, merge_output=False)
+            args = [python, "-c", _PROBE, *(["cpu"] if requested == "cpu" else [])]
+            done = execute.run(args, Path(neutral), env, timeout, merge_output=False)
         except execute.StartError as exc:
             raise DeviceError(f"the target interpreter cannot start: {exc}") from None
     if done.timed_out:
@@ -149,6 +160,7 @@ def _ask(python: str, requested: str, timeout: float) -> Device:
         devices=tuple(info["devices"]),
         torch_error=info["error"],
         env={"CUDA_VISIBLE_DEVICES": ""} if requested == "cpu" else {},
+        has_pytest=info.get("pytest", True),
     )
 
 
@@ -168,12 +180,3 @@ def needs_cuda(message: str) -> bool:
     lower = message.lower()
     return any(m.lower() in lower for m in CUDA_MISSING)
 
-
-def has_module(python: str, module: str, env: dict[str, str], timeout: float) -> bool:
-    """Whether `python` can import `module` (asked from a neutral folder, with `env`)."""
-    with tempfile.TemporaryDirectory(prefix="torch-migrate-probe-") as neutral:
-        try:
-            done = execute.run([python, "-c", f"import {module}"], Path(neutral), env, timeout)
-        except execute.StartError:
-            return False
-    return done.returncode == 0
