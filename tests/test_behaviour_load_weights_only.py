@@ -67,3 +67,61 @@ def test_weights_only_true_really_restricts(saved: dict, tmp_path: Path) -> None
     assert "weights_only=True" in new
     with pytest.raises(Exception, match="[Ww]eights"):
         run(new, saved)
+
+
+CHECKPOINT = textwrap.dedent(
+    """
+    import numpy as np
+    import torch
+
+    def save(model, path):
+        metric = np.float64(0.75)  # a NumPy scalar: not weights-only
+        torch.save({"model": model.state_dict(), "metric": metric, "epoch": 3}, path)
+
+    def resume(model, path):
+        checkpoint = torch.load(path)
+        model.load_state_dict(checkpoint["model"])
+        return checkpoint["metric"], checkpoint["epoch"]
+
+    def plain_save(model, path):
+        torch.save({"model": model.state_dict(), "epoch": 3, "loss": torch.tensor(0.5)}, path)
+
+    def plain_resume(model, path):
+        checkpoint = torch.load(path)
+        model.load_state_dict(checkpoint["model"])
+        return checkpoint["epoch"], checkpoint["loss"]
+
+    def main(path):
+        torch.manual_seed(0)
+        save(torch.nn.Linear(3, 2), path)
+        plain_save(torch.nn.Linear(3, 2), path + ".plain")
+        model = torch.nn.Linear(3, 2)
+        metric, epoch = resume(model, path)
+        other = torch.nn.Linear(3, 2)
+        _, loss = plain_resume(other, path + ".plain")
+        return model.weight, metric, epoch, other.weight, loss
+    """
+)
+
+
+def test_checkpoint_with_a_numpy_metric_still_loads(tmp_path: Path) -> None:
+    pytest.importorskip("numpy")
+    result = transform_source(CHECKPOINT, [registry.get("TM301")])
+    assert "torch.load(path, weights_only=False)" in result.code  # the np.float64 rules out True
+    assert 'torch.load(path, weights_only=True)' in result.code  # plain_resume: tensors and numbers only
+    path = str(tmp_path / "ckpt.pt")
+    with pytest.raises(Exception, match="[Ww]eights"):
+        _main(CHECKPOINT.replace("checkpoint = torch.load(path)", "checkpoint = torch.load(path, weights_only=True)", 1), path)
+    weight, metric, epoch, other, loss = _main(result.code, path)
+    torch.manual_seed(0)
+    expected = torch.nn.Linear(3, 2).weight
+    torch.testing.assert_close(weight, expected)
+    assert (float(metric), epoch) == (0.75, 3)
+    torch.testing.assert_close(loss, torch.tensor(0.5))
+    assert other.shape == (2, 3)
+
+
+def _main(source: str, path: str):
+    namespace: dict = {}
+    exec(compile(source, "<snippet>", "exec"), namespace)
+    return namespace["main"](path)
