@@ -34,6 +34,9 @@ class RepoFacts:
     wrapped_attributes: frozenset[str] = field(default_factory=frozenset)
     """Attribute names `x` of `self.x = DataParallel(...)`/DDP anywhere in the repo (a trainer's
     `self.model` is often wrapped in one file and saved in another)."""
+    cuda_classes: frozenset[str] = field(default_factory=frozenset)
+    """Names of classes anywhere in the repo that define their own `cuda` method (trainers,
+    wrappers, data holders): where one exists, `x.cuda()` may not be torch's (TM101)."""
 
 
 def _imports(statements: list[ast.AST]) -> dict[str, str]:
@@ -67,6 +70,7 @@ class FileFacts:
     parallel: bool = False
     loaded: frozenset[str] = frozenset()
     attributes: frozenset[str] = frozenset()
+    cuda_classes: frozenset[str] = frozenset()
 
 
 def file_facts(text: str) -> FileFacts | None:
@@ -90,7 +94,8 @@ def file_facts(text: str) -> FileFacts | None:
         for node in ast.walk(tree)
     )
     attributes = _wrapped_attributes(tree, aliases) if parallel else set()
-    return FileFacts(tuple(bases), parallel, frozenset(loaded), frozenset(attributes))
+    cuda_classes = _cuda_classes(statements) if "cuda" in text else frozenset()
+    return FileFacts(tuple(bases), parallel, frozenset(loaded), frozenset(attributes), cuda_classes)
 
 
 def merge(parts: Iterable[tuple[str, FileFacts | None]]) -> RepoFacts:
@@ -99,6 +104,7 @@ def merge(parts: Iterable[tuple[str, FileFacts | None]]) -> RepoFacts:
     parallel: set[str] = set()
     loaded: set[str] = set()
     attributes: set[str] = set()
+    cuda_classes: set[str] = set()
     for path, part in parts:
         if part is None:
             continue
@@ -108,12 +114,14 @@ def merge(parts: Iterable[tuple[str, FileFacts | None]]) -> RepoFacts:
             parallel.add(path)
         loaded |= part.loaded
         attributes |= part.attributes
+        cuda_classes |= part.cuda_classes
     return RepoFacts(
         module_classes=frozenset(_closure(bases, lambda b: b.startswith(_MODULE_ROOTS) and not _is_dataset(b))),
         dataset_classes=frozenset(_closure(bases, _is_dataset)),
         dataparallel_files=frozenset(parallel),
         loader_classes=frozenset(loaded),
         wrapped_attributes=frozenset(attributes),
+        cuda_classes=frozenset(_with_subclasses(cuda_classes, bases)),
     )
 
 
@@ -167,6 +175,24 @@ def _wrapped_attributes(tree: ast.Module, aliases: dict[str, str]) -> set[str]:
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
                 found.add(target.attr)
     return found
+
+
+def _cuda_classes(statements: list[ast.AST]) -> frozenset[str]:
+    """Classes whose own body defines `cuda` (a method, or a name bound in the class body)."""
+    found = set()
+    for node in statements:
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "cuda":
+                    found.add(node.name)
+                elif isinstance(item, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "cuda" for t in item.targets):
+                    found.add(node.name)
+    return frozenset(found)
+
+
+def _with_subclasses(direct: set[str], bases: dict[str, set[str]]) -> set[str]:
+    """`direct` and every repo class that inherits from one of them (by bare name)."""
+    return direct | _closure(bases, lambda b: b.rsplit(".", 1)[-1] in direct)
 
 
 def _is_dataset(base: str) -> bool:

@@ -31,6 +31,18 @@ _MODULE_CHAIN = {"cuda", "to", "cpu", "eval", "train", "float", "double", "half"
 _PARAMETER = {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
 # Capitalised `torch.nn` names that are not modules (their `.cuda()` returns a new object).
 _NOT_MODULES = ("torch.nn.utils.", "torch.nn.parameter.", "torch.nn.functional.", "torch.nn.Buffer", "torch.nn.Parameter")
+# The keywords `Tensor.cuda(device=None, non_blocking=False, memory_format=...)` and
+# `Module.cuda(device=None)` take; anything else (`devices=`, the 0.x `device_id=`) is not torch's.
+_CUDA_KEYWORDS = frozenset({"device", "non_blocking", "memory_format"})
+# torch namespaces whose functions return tensors (`torch.load`, `torch.device`, ... excepted below).
+_TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
+_NOT_TENSORS = frozenset({"device", "load", "jit", "cuda", "backends", "utils", "optim", "distributed", "hub", "set_grad_enabled", "no_grad", "Size", "Generator", "get_default_dtype", "is_tensor", "manual_seed"})
+# Tensor methods that return a tensor.
+_TENSOR_METHODS = frozenset(
+    {"to", "cpu", "cuda", "float", "double", "half", "long", "int", "bool", "byte", "view", "reshape", "contiguous",
+     "clone", "detach", "t", "permute", "transpose", "unsqueeze", "squeeze", "expand", "repeat", "type_as", "view_as",
+     "requires_grad_", "pin_memory", "flatten", "sum", "mean", "abs", "exp", "log", "sqrt", "zero_", "fill_"}
+)
 
 
 @dataclass
@@ -122,7 +134,11 @@ class CudaToDevice(DeviceCodemod):
     index (`.cuda(1)`, `.cuda(args.gpu)`: see TM904), a receiver whose class defines its own
     `cuda()` (a finding when it is an `nn.Module`: `.to()` would bypass the override), a legacy type
     used as a value (`Tensor = torch.cuda.FloatTensor`) or with an argument that may be either data
-    or a size — each a finding. A discarded `x.cuda()` that cannot be rebound (a global inside a
+    or a size — each a finding. A `.cuda(...)` whose arguments torch's `cuda()` does not take
+    (`devices=`, the 0.x `device_id=`) is a finding, not a rewrite. When any class of the repository
+    defines its own `cuda()` (a trainer's `cuda(self, devices=None)`), `x.cuda()` may be that one:
+    only receivers provably a tensor (a torch function's result, a name bound only to one) or an
+    `nn.Module` are rewritten, the rest become findings, and instances of such a class stay as they are. A discarded `x.cuda()` that cannot be rebound (a global inside a
     function, a parameter of an `nn.Module`) keeps the statement form and yields a finding.
 
     ## References
@@ -210,18 +226,73 @@ class CudaToDevice(DeviceCodemod):
                 info = self.classes.get(classes.pop() or "")
         return list(info.attributes.get(receiver.attr.value, [])) if info else []
 
-    def _own_cuda_class(self, receiver: cst.BaseExpression) -> ClassInfo | None:
-        """The class of this module that `receiver` is an instance of, when it defines `cuda()`."""
+    def _own_cuda_class(self, receiver: cst.BaseExpression) -> bool | None:
+        """When `receiver` is an instance of a class (of this module, or of the repository) that
+        defines `cuda()`: whether that class is an nn.Module. None when it is not such an instance."""
         if isinstance(receiver, cst.Name) and receiver.value == "self":
-            info = self._enclosing_class()
-            return info if info and info.defines_cuda else None
+            if self._class_stack and self._has_own_cuda(self._class_stack[-1]):
+                return self._self_is_module()
+            return None
         values = self._binding_values(self.current_scope, receiver.value) if isinstance(receiver, cst.Name) else None
         for value in values or [receiver]:
-            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
-                info = self.classes.get(value.func.value)
-                if info and info.defines_cuda:
-                    return info
+            name = dotted(value.func) if isinstance(value, cst.Call) else None
+            if name is not None and not (self.qualified_name(value.func) or "").startswith("torch.") and self._has_own_cuda(name):
+                return self._is_module_class(name)
         return None
+
+    def _has_own_cuda(self, name: str, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether class `name` (or a base of it) defines `cuda()`: this module's classes, then the repo's."""
+        short = name.rsplit(".", 1)[-1]
+        info = self.classes.get(short)
+        if short in self.file.facts.cuda_classes:
+            return True  # the first pass also sees `cuda = ...` in a class body, and other files' classes
+        if info is None or name in seen:
+            return False
+        return info.defines_cuda or any(self._has_own_cuda(b, seen | {name}) for b in info.bases)
+
+    def _unfit_arguments(self, call: cst.Call) -> str | None:
+        """What in a `.cuda(...)` call torch's `cuda()` would not accept, if anything."""
+        positional = [a for a in call.args if a.keyword is None]
+        odd = [a.keyword.value for a in call.args if a.keyword is not None and a.keyword.value not in _CUDA_KEYWORDS]
+        if odd:
+            return ", ".join(f"`{k}=`" for k in odd)
+        if len(positional) > 2:
+            return f"{len(positional)} positional arguments"
+        return None
+
+    def _provably_torch(self, receiver: cst.BaseExpression) -> bool:
+        """A receiver known to be a tensor or an nn.Module, from what this module shows."""
+        return self._receiver_is_module(receiver) or self._receiver_is_tensor(receiver)
+
+    def _receiver_is_tensor(self, receiver: cst.BaseExpression) -> bool:
+        if isinstance(receiver, cst.Name):
+            values = self._binding_values(self.current_scope, receiver.value)
+            return bool(values) and all(self._is_tensor_value(v) for v in values)
+        if isinstance(receiver, cst.Attribute):
+            values = self._attribute_values(receiver)
+            return bool(values) and all(self._is_tensor_value(v) or self._is_module_value(v) for v in values)
+        return self._is_tensor_value(receiver)
+
+    def _is_tensor_value(self, expr: cst.BaseExpression | None, depth: int = 0) -> bool:
+        """A torch function's result (`torch.zeros(...)`, `F.relu(...)`, `nn.Parameter(...)`), a tensor
+        method's result on one, or an index into one; a name bound only to such values, one level deep."""
+        if isinstance(expr, cst.Subscript):
+            return self._is_tensor_value(expr.value, depth)
+        if isinstance(expr, cst.Name) and depth < 2:
+            values = self._binding_values(self.current_scope, expr.value)
+            return bool(values) and all(self._is_tensor_value(v, depth + 1) for v in values)
+        if not isinstance(expr, cst.Call):
+            return False
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS and self._is_tensor_value(func.value, depth):
+            return True
+        qualified = self.qualified_name(func)
+        if qualified is None or not qualified.startswith("torch."):
+            return False
+        if qualified in _PARAMETER or qualified.startswith(_TENSOR_NAMESPACES):
+            return True
+        rest = qualified[len("torch.") :]
+        return "." not in rest and rest not in _NOT_TENSORS and (rest[:1].islower() or rest.endswith("Tensor"))
 
     # -- traversal bookkeeping ----------------------------------------------------------------------
 
@@ -288,20 +359,43 @@ class CudaToDevice(DeviceCodemod):
             return updated  # the implementation of an overriding `cuda()`
         if A.has_star_args(original):
             return updated
-        device_arg = A.bind(original, ["device"]).get("device")
-        if device_arg is not None and A.literal(device_arg.arg.value) is not None:
-            return updated  # explicit index: TM904 reports it
         own = self._own_cuda_class(receiver)
         if own is not None:
-            if any(self._is_module_class(b) for b in own.bases):
+            if own:
                 self.finding(
                     original,
                     "this class overrides cuda(); `.to(device)` would bypass the override",
                     suggestion="move what the override does into `_apply`/`to()`, then use `.to(device)`",
                 )
             return updated  # a look-alike: the user's own cuda()
+        unfit = self._unfit_arguments(original)
+        if unfit:
+            self.finding(
+                original,
+                f"`.cuda()` with {unfit}, which neither Tensor.cuda nor Module.cuda takes: not torch's cuda(), or 0.x code",
+                suggestion="if this is a tensor or module: `.to(device)` (an explicit GPU index: `.to(f\"cuda:{i}\")`)",
+            )
+            return updated
+        bound = A.bind(original, ["device", "non_blocking"])
+        device_arg = bound.get("device")
+        if device_arg is not None and A.literal(device_arg.arg.value) is not None:
+            return updated  # explicit index: TM904 reports it
+        if self.file.facts.cuda_classes and not self._provably_torch(receiver):
+            # Some class of this repository has its own cuda(): only a receiver known to be a
+            # tensor or a module is torch's; `.to(device)` on the user's object would break it.
+            self.finding(
+                original,
+                "a class in this repository defines its own cuda(), and this receiver is not provably a tensor or an nn.Module",
+                suggestion=f"if it is one: {self.code_for(receiver)}.to(device)",
+            )
+            return updated
 
-        kept = [a for i, a in enumerate(updated.args) if device_arg is None or i != device_arg.index]
+        blocking = bound.get("non_blocking")
+        kept = [
+            A.as_keyword(a, "non_blocking") if blocking is not None and i == blocking.index and blocking.positional else a
+            for i, a in enumerate(updated.args)
+            if device_arg is None or i != device_arg.index
+        ]
         bare = id(original) in self._bare
         target = self._rebind_target(receiver) if bare and not self._receiver_is_module(receiver) else None
 
