@@ -83,3 +83,70 @@ def test_variable_wrapper_is_removed_first_so_the_reduction_is_seen() -> None:
     reverse = transform_source(WRAPPED, specs[::-1])
     assert ".data[0]" in reverse.code
     assert [s.code for s in registry.PIPELINE].index("TM002") < [s.code for s in registry.PIPELINE].index("TM003")
+
+
+HELD = """
+import torch
+import torch.nn as nn
+
+
+def train_epoch(model, batches, criterion, optimizer):
+    running = 0.0
+    for x, y in batches:
+        loss = criterion(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        running += loss.data[0]
+    return running
+
+
+class Trainer(object):
+    def __init__(self, model, criterion):
+        self.model = model
+        self.criterion = criterion
+        self.aux = nn.L1Loss()
+
+    def evaluate(self, x, y):
+        out = self.model(x)
+        loss = self.criterion(out, y) + 0.5 * self.aux(out, y)
+        return loss.data[0], (loss / x.size(0)).data[0]
+
+
+def main(seed):
+    torch.manual_seed(seed)
+    model = nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    batches = [(torch.randn(4, 3), torch.randn(4, 2)) for _ in range(3)]
+    running = train_epoch(model, batches, nn.MSELoss(), optimizer)
+    return (running,) + Trainer(model, nn.SmoothL1Loss()).evaluate(*batches[0])
+"""
+
+
+def _held_reference(seed: int):
+    nn = torch.nn
+    torch.manual_seed(seed)
+    model = nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    batches = [(torch.randn(4, 3), torch.randn(4, 2)) for _ in range(3)]
+    running = 0.0
+    for x, y in batches:
+        loss = nn.MSELoss()(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        running += loss.item()
+    x, y = batches[0]
+    out = model(x)
+    loss = nn.SmoothL1Loss()(out, y) + 0.5 * nn.L1Loss()(out, y)
+    return running, loss.item(), (loss / x.size(0)).item()
+
+
+def test_a_loss_passed_in_as_a_parameter_or_held_in_an_attribute_becomes_item() -> None:
+    with pytest.raises(IndexError, match="0-dim"):
+        run(HELD, "main", 0)
+    new = migrate(HELD, "TM003")
+    assert ".data[0]" not in new and new.count(".item()") == 3
+    got = run(new, "main", 0, strict=True)
+    assert got == pytest.approx(_held_reference(0))
+    assert all(isinstance(value, float) for value in got)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
+from typing import Union
 
 import libcst as cst
 
@@ -22,60 +24,162 @@ _MODULE_SELF = frozenset({"cuda", "cpu", "to", "float", "double", "half", "train
 _SAME_SHAPE = frozenset({"detach", "clone", "cpu", "cuda", "to", "float", "double", "half", "abs", "sqrt", "exp", "log"})
 # Names whose `.data[0]` reads like a scalar (statistics), for findings only.
 _SCALAR_LOOKING = re.compile(r"loss|acc|correct|err|prec|score|total|reward|dist", re.IGNORECASE)
+_NUMBER_METHODS = frozenset({"numel", "dim", "item"})  # Python numbers, called with no argument
 _SCALAR_REDUCTIONS = frozenset({"mean", "sum", "batchmean"})
-_MAX_DEPTH = 8
+_MAX_DEPTH = 24  # a bound on how far a value is followed (names, parameters, attributes, arithmetic)
+
+
+@dataclass(frozen=True)
+class _Param:
+    """A function's parameter: what it holds is what every call site in the file passes."""
+
+    function: cst.FunctionDef
+    name: str
+    index: int | None  # its position among the positional parameters (self included); None: keyword-only
 
 
 @dataclass
 class _Scope:
-    """Simple bindings of one function (or the module): name -> assigned values; None = opaque."""
+    """Simple bindings of one function (or the module): name -> assigned values, each with the
+    environment it was assigned in; a None value is opaque."""
 
-    names: dict[str, list[cst.BaseExpression | None]] = field(default_factory=dict)
+    names: dict[str, list[tuple[_Value, _Env]]] = field(default_factory=dict)
+    is_class: bool = False  # a class body: its names are not visible from its methods
 
-    def bind(self, name: str, value: cst.BaseExpression | None) -> None:
-        self.names.setdefault(name, []).append(value)
+    def bind(self, name: str, value: _Value, env: _Env) -> None:
+        self.names.setdefault(name, []).append((value, env))
+
+
+@dataclass
+class _Class:
+    """One class of the file: its bases (as spelled), its methods, and its methods' `self.<attr>`
+    assignments."""
+
+    name: str
+    bases: tuple[str, ...]
+    methods: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    attributes: _Scope = field(default_factory=_Scope)
+
+
+@dataclass(frozen=True)
+class _Env:
+    """Where an expression is evaluated: the scopes it sees (innermost last) and the class its
+    `self` is an instance of."""
+
+    scopes: tuple[_Scope, ...]
+    cls: _Class | None = None
+
+
+_Value = Union[cst.BaseExpression, _Param, None]
 
 
 class _Bindings(cst.CSTVisitor):
-    """First pass: what each function, the module and each class's `self.x` are assigned."""
+    """First pass: what each function, the module and each class's `self.x` are assigned, where
+    each function is called from, and how often each name is used other than as a callee."""
 
     def __init__(self) -> None:
         self.module = _Scope()
-        self.functions: dict[int, _Scope] = {}
-        self.classes: dict[int, _Scope] = {}  # class id -> `self.<attr>` assignments in its methods
-        self._scopes: list[_Scope] = [self.module]
-        self._classes: list[_Scope | None] = []
+        self.envs: dict[int, _Env] = {}  # FunctionDef / ClassDef id -> the env of its body
+        self.classes: dict[str, list[_Class]] = {}  # by name
+        self.owner: dict[int, _Class] = {}  # FunctionDef id -> the class it is a method of
+        self.defs: Counter[str] = Counter()  # functions and classes defined, by name
+        self.calls: list[tuple[cst.Call, _Env]] = []
+        self.name_uses: Counter[str] = Counter()  # Names other than callees, bases and definitions
+        self.attribute_uses: Counter[str] = Counter()  # `x.attr` other than a callee
+        self.foreign_attributes: set[str] = set()  # attributes assigned on something not `self`
+        self._env = _Env((self.module,))
+        self._stack: list[tuple[_Env, _Class | None]] = []
+        self._class: _Class | None = None  # the class whose body is being read (not its methods')
+        self._skip: set[int] = set()  # Name/Attribute nodes that are callees, bases or def names
 
-    @property
-    def _here(self) -> _Scope:
-        return self._scopes[-1]
+    def _push(self, env: _Env, cls: _Class | None) -> None:
+        self._stack.append((self._env, self._class))
+        self._env, self._class = env, cls
+
+    def _pop(self) -> None:
+        self._env, self._class = self._stack.pop()
+
+    def _bind(self, name: str, value: _Value) -> None:
+        self._env.scopes[-1].bind(name, value, self._env)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._here.bind(node.name.value, None)
-        self.classes[id(node)] = _Scope()
-        self._classes.append(self.classes[id(node)])
-        self._scopes.append(_Scope())  # a class body's names are not visible from its methods
+        self._bind(node.name.value, None)
+        self.defs[node.name.value] += 1
+        self._skip.add(id(node.name))
+        bases = []
+        for base in node.bases:
+            if isinstance(base.value, cst.Name) and base.keyword is None:
+                bases.append(base.value.value)
+                self._skip.add(id(base.value))  # naming a class as a base does not let it escape
+        cls = _Class(node.name.value, tuple(bases))
+        self.classes.setdefault(cls.name, []).append(cls)
+        env = _Env((*self._env.scopes, _Scope(is_class=True)), self._env.cls)
+        self.envs[id(node)] = env
+        self._push(env, cls)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._classes.pop()
-        self._scopes.pop()
+        self._pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._here.bind(node.name.value, None)
-        scope = self.functions[id(node)] = _Scope()
-        self._scopes.append(scope)
+        self._bind(node.name.value, None)
+        self.defs[node.name.value] += 1
+        self._skip.add(id(node.name))
+        cls = self._class
+        if cls is not None:
+            cls.methods.setdefault(node.name.value, node)
+            self.owner[id(node)] = cls
+        scope = _Scope()
+        visible = tuple(s for s in self._env.scopes if not s.is_class)
+        env = _Env((*visible, scope), cls if cls is not None else self._env.cls)
+        self.envs[id(node)] = env
         params = node.params
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-            scope.bind(param.name.value, None)
+        for index, param in enumerate((*params.posonly_params, *params.params)):
+            scope.bind(param.name.value, _Param(node, param.name.value, index), env)
+        for param in params.kwonly_params:
+            scope.bind(param.name.value, _Param(node, param.name.value, None), env)
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
-                scope.bind(star.name.value, None)
+                scope.bind(star.name.value, None, env)
+        self._push(env, None)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._scopes.pop()
+        self._pop()
 
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False  # its parameters are its own; it assigns nothing outside
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        # Its parameters are its own: opaque inside it, and its calls' arguments are read there.
+        scope = _Scope()
+        env = _Env((*self._env.scopes, scope), self._env.cls)
+        params = node.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            scope.bind(param.name.value, None, env)
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                scope.bind(star.name.value, None, env)
+        self.envs[id(node)] = env
+        self._push(env, self._class)
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self._pop()
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._target(node.target, None)  # opaque in the whole scope: never read the outer binding
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append((node, self._env))
+        self._skip.add(id(node.func))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self._skip:
+            self.name_uses[node.value] += 1
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._skip.add(id(node.attr))  # `x.train` is no use of a name `train`
+        if id(node) not in self._skip:
+            self.attribute_uses[node.attr.value] += 1
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._skip.add(id(node.keyword))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -87,7 +191,7 @@ class _Bindings(cst.CSTVisitor):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         # `loss += other`: as scalar as `loss` and `other` both are.
         if isinstance(node.target, cst.Name):
-            self._here.bind(node.target.value, cst.BinaryOperation(node.target, cst.Add(), node.value))
+            self._bind(node.target.value, cst.BinaryOperation(node.target, cst.Add(), node.value))
         else:
             self._target(node.target, None)
 
@@ -103,38 +207,35 @@ class _Bindings(cst.CSTVisitor):
 
     def visit_Global(self, node: cst.Global) -> None:
         for item in node.names:
-            self._here.bind(item.name.value, None)
+            self._bind(item.name.value, None)
 
     def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
         for item in node.names:
-            self._here.bind(item.name.value, None)
+            self._bind(item.name.value, None)
 
     def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
         bound = node.asname.name if node.asname is not None else node.name
         while isinstance(bound, cst.Attribute):
             bound = bound.value
         if isinstance(bound, cst.Name):
-            self._here.bind(bound.value, None)
+            self._bind(bound.value, None)
 
     def visit_Del(self, node: cst.Del) -> None:
         self._target(node.target, None)
 
     def _target(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         if isinstance(target, cst.Name):
-            self._here.bind(target.value, value)
+            self._bind(target.value, value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self._target(element.value, None)
         elif isinstance(target, cst.StarredElement):
             self._target(target.value, None)
-        elif (
-            isinstance(target, cst.Attribute)
-            and isinstance(target.value, cst.Name)
-            and target.value.value == "self"
-            and self._classes
-            and self._classes[-1] is not None
-        ):
-            self._classes[-1].bind(target.attr.value, value)
+        elif isinstance(target, cst.Attribute):
+            if isinstance(target.value, cst.Name) and target.value.value == "self" and self._env.cls is not None:
+                self._env.cls.attributes.bind(target.attr.value, value, self._env)
+            else:  # `trainer.criterion = ...`: any class's attribute of that name may hold it
+                self.foreign_attributes.add(target.attr.value)
 
 
 class ScalarItem(MigrationCodemod):
@@ -143,11 +244,15 @@ class ScalarItem(MigrationCodemod):
     ## What it does
     Rewrites `x.data[0]` (and `x.data.cpu()[0]`, `x.cpu().data[0]`, `x.data.numpy()[0]`) into
     `x.item()` when `x` is provably a 0-dim tensor: the result of a `torch.nn` loss module or
-    `torch.nn.functional` loss with a reducing `reduction`, a call of a name (or `self.<attr>`)
-    bound to such a loss module, `.sum()`/`.mean()`/`.norm()`/`.max()`… with no dim, arithmetic of
-    those, and names assigned only from those in the same scope. Anything else is left alone; a
-    `.data[0]` that looks like a statistic (`total += x.data[0]`, `meter.update(loss.data[0])`) but
-    cannot be proven 0-dim is a finding.
+    `torch.nn.functional` loss with a reducing `reduction`, a call of a name, a parameter or a
+    `self.<attr>` that holds such a loss module, `.sum()`/`.mean()`/`.norm()`/`.max()`… with no
+    dim, arithmetic of those, and names assigned only from those. A parameter holds what every
+    call of its function in the file passes (`train(model, nn.CrossEntropyLoss())`,
+    `Trainer(criterion=nn.MSELoss())` for `self.criterion = criterion`), when the function is
+    called in the file and never used otherwise; `self.<attr>` holds what the methods of its
+    class, its bases and its subclasses in the file assign. Anything else is left alone; a
+    `.data[0]` that looks like a statistic (`total += x.data[0]`, `meter.update(loss.data[0])`)
+    but cannot be proven 0-dim is a finding.
 
     ## Why is this bad?
     Before PyTorch 0.4 a loss was a 1-element tensor and `.data[0]` read its value. Losses and full
@@ -170,8 +275,9 @@ class ScalarItem(MigrationCodemod):
     Safe: only values proven 0-dim are rewritten, where the old code raises `IndexError` today and
     `.item()` returns the number `.data[0]` returned on 0.3 (as a Python number; through
     `.numpy()` it was a NumPy scalar). `.data[0]` on a batch, a weight or a Python list
-    (`len(self.data[0])`) is never touched, and a loss passed in as a parameter cannot be proven:
-    such a case that looks like a scalar is reported instead.
+    (`len(self.data[0])`) is never touched. A loss passed in as a parameter is proven only by the
+    calls in the same file: a function or class the file never calls (it is called from
+    another module) keeps its `.data[0]`, and one that looks like a scalar is reported instead.
 
     ## References
     - https://pytorch.org/blog/pytorch-0_4_0-migration-guide/ (zero-dimensional tensors)
@@ -183,27 +289,34 @@ class ScalarItem(MigrationCodemod):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._bindings = _Bindings()
-        self._scopes: list[_Scope] = []
-        self._classes: list[_Scope] = []
+        self._envs: list[_Env] = []
         self._scalar_looking: set[int] = set()
-        self._visiting: set[str] = set()
+        self._visiting: set[tuple[int, int]] = set()
+        self._sites: dict[int, list[tuple[cst.Call, _Env, int]]] = {}
 
     def visit_Module(self, node: cst.Module) -> None:
         node.visit(self._bindings)
-        self._scopes = [self._bindings.module]
+        self._envs = [_Env((self._bindings.module,))]
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._classes.append(self._bindings.classes[id(node)])
+        self._envs.append(self._bindings.envs[id(node)])
 
     def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
-        self._classes.pop()
+        self._envs.pop()
         return updated_node
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._scopes.append(self._bindings.functions[id(node)])
+        self._envs.append(self._bindings.envs[id(node)])
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
-        self._scopes.pop()
+        self._envs.pop()
+        return updated_node
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self._envs.append(self._bindings.envs[id(node)])
+
+    def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.Lambda:
+        self._envs.pop()
         return updated_node
 
     # -- where a `.data[0]` reads like a number --------------------------------------------
@@ -225,7 +338,7 @@ class ScalarItem(MigrationCodemod):
         base = _scalar_read(original_node)
         if base is None:
             return updated_node
-        if self._zero_dim(base, 0):
+        if self._zero_dim(base, self._envs[-1], 0):
             new_base = _scalar_read(updated_node)
             item = cst.Call(func=cst.Attribute(value=new_base, attr=cst.Name("item")))
             return self.rewrite(original_node, updated_node, item)
@@ -251,24 +364,27 @@ class ScalarItem(MigrationCodemod):
 
     # -- what is provably 0-dim --------------------------------------------------------------
 
-    def _zero_dim(self, expr: cst.BaseExpression, depth: int) -> bool:
-        if depth > _MAX_DEPTH:
+    def _zero_dim(self, expr: _Value, env: _Env, depth: int) -> bool:
+        if depth > _MAX_DEPTH or expr is None:
             return False
         if isinstance(expr, cst.Name):
-            if expr.value in self._visiting:
+            key = (id(env.scopes[-1]), hash(expr.value))
+            if key in self._visiting:
                 return True  # `loss += ...`: as 0-dim as its other assignments make it
-            values = self._lookup(expr.value)
-            self._visiting.add(expr.value)
+            self._visiting.add(key)
             try:
-                tensors = [v for v in values if not self._number(v)]
-                return bool(tensors) and all(v is not None and self._zero_dim(v, depth + 1) for v in tensors)
+                values = [(v, e) for v, e in self._values(expr.value, env) if not self._number(v, e)]
+                return bool(values) and all(self._zero_dim(v, e, depth + 1) for v, e in values)
             finally:
-                self._visiting.discard(expr.value)
+                self._visiting.discard(key)
+        if isinstance(expr, _Param):
+            arguments = self._arguments(expr)
+            return bool(arguments) and all(self._zero_dim(v, e, depth + 1) for v, e in arguments)
         if isinstance(expr, cst.BinaryOperation) and not isinstance(expr.operator, cst.MatrixMultiply):
-            tensor_sides = [s for s in (expr.left, expr.right) if not self._number(s)]
-            return bool(tensor_sides) and all(self._zero_dim(s, depth + 1) for s in tensor_sides)
+            tensor_sides = [s for s in (expr.left, expr.right) if not self._number(s, env)]
+            return bool(tensor_sides) and all(self._zero_dim(s, env, depth + 1) for s in tensor_sides)
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-            return self._zero_dim(expr.expression, depth + 1)
+            return self._zero_dim(expr.expression, env, depth + 1)
         if not isinstance(expr, cst.Call):
             return False
         name = self.qualified_name(expr.func)
@@ -281,49 +397,169 @@ class ScalarItem(MigrationCodemod):
         if isinstance(func, cst.Attribute) and func.attr.value in REDUCTIONS and name is None:
             return _full_reduction(expr, func.attr.value, skip_first=False)
         if isinstance(func, cst.Attribute) and func.attr.value in _SAME_SHAPE and name is None:
-            return self._zero_dim(func.value, depth + 1)  # `loss.detach()`, `loss.cpu()`
-        return self._is_loss_module(func, depth + 1)
+            return self._zero_dim(func.value, env, depth + 1)  # `loss.detach()`, `loss.cpu()`
+        return self._is_loss_module(func, env, depth + 1)
 
-    def _number(self, expr: cst.BaseExpression | None) -> bool:
-        """A Python number: a numeric literal or `len(...)`/`int(...)`/`float(...)` (not shadowed)."""
+    def _number(self, expr: _Value, env: _Env) -> bool:
+        """A Python number: a numeric literal, `len(...)`/`int(...)`/`float(...)` (not shadowed),
+        `x.size(0)`, `x.numel()`, `x.dim()` or `x.item()`."""
         if isinstance(expr, (cst.Integer, cst.Float)):
             return True
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not A.has_star_args(expr):
+            method, given = expr.func.attr.value, [a.value for a in expr.args]
+            if method in _NUMBER_METHODS and not given:
+                return True
+            if method == "size" and len(given) == 1 and isinstance(given[0], cst.Integer):
+                return True
         return (
             isinstance(expr, cst.Call)
             and isinstance(expr.func, cst.Name)
             and expr.func.value in ("len", "int", "float")
-            and not self._lookup(expr.func.value)
+            and not self._values(expr.func.value, env)
         )
 
-    def _is_loss_module(self, expr: cst.BaseExpression, depth: int) -> bool:
+    def _is_loss_module(self, expr: _Value, env: _Env, depth: int) -> bool:
         """`expr` evaluates to a `torch.nn` loss module with a reducing `reduction`."""
-        if depth > _MAX_DEPTH:
+        if depth > _MAX_DEPTH or expr is None:
             return False
         if isinstance(expr, cst.Name):
-            values = self._lookup(expr.value)
-            return bool(values) and all(v is not None and self._is_loss_module(v, depth + 1) for v in values)
-        if (
-            isinstance(expr, cst.Attribute)
-            and isinstance(expr.value, cst.Name)
-            and expr.value.value == "self"
-            and self._classes
-        ):
-            values = self._classes[-1].names.get(expr.attr.value, [])
-            return bool(values) and all(v is not None and self._is_loss_module(v, depth + 1) for v in values)
-        if not isinstance(expr, cst.Call):
+            values = self._values(expr.value, env)
+        elif isinstance(expr, _Param):
+            values = self._arguments(expr)
+        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            values = self._attribute_values(env.cls, expr.attr.value)
+        elif isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _MODULE_SELF:
+                if self.qualified_name(expr.func) is None:  # `.cuda()` on something, not `torch.cuda`
+                    return self._is_loss_module(expr.func.value, env, depth + 1)
+            name = self.qualified_name(expr.func)
+            entry = losses().get(name) if name else None
+            return entry is not None and not name.startswith("torch.nn.functional.") and _reduces(expr, entry)
+        else:
             return False
-        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _MODULE_SELF:
-            if self.qualified_name(expr.func) is None:  # `.cuda()` on something, not `torch.cuda`
-                return self._is_loss_module(expr.func.value, depth + 1)
-        name = self.qualified_name(expr.func)
-        entry = losses().get(name) if name else None
-        return entry is not None and not name.startswith("torch.nn.functional.") and _reduces(expr, entry)
+        return bool(values) and all(self._is_loss_module(v, e, depth + 1) for v, e in values)
 
-    def _lookup(self, name: str) -> list[cst.BaseExpression | None]:
-        for scope in reversed(self._scopes):
+    # -- where values come from ----------------------------------------------------------------
+
+    def _values(self, name: str, env: _Env) -> list[tuple[_Value, _Env]]:
+        for scope in reversed(env.scopes):
             if name in scope.names:
                 return scope.names[name]
         return []
+
+    def _attribute_values(self, cls: _Class | None, attr: str) -> list[tuple[_Value, _Env]]:
+        """What `self.<attr>` may hold in a method of `cls`: every assignment in its family."""
+        if cls is None or attr in self._bindings.foreign_attributes:
+            return []
+        return [bound for member in self._family(cls) for bound in member.attributes.names.get(attr, ())]
+
+    def _family(self, cls: _Class) -> list[_Class]:
+        """`cls`, its bases and its subclasses among the file's classes (by name)."""
+        classes = self._bindings.classes
+        ancestors = {cls.name}
+        pending = list(cls.bases)
+        while pending:
+            base = pending.pop()
+            if base not in ancestors:
+                ancestors.add(base)
+                pending.extend(b for c in classes.get(base, ()) for b in c.bases)
+        members = [c for name in ancestors for c in classes.get(name, ())]
+        members += [c for group in classes.values() for c in group if c not in members and self._descends(c, cls.name)]
+        return members
+
+    def _descends(self, cls: _Class, ancestor: str, depth: int = 0) -> bool:
+        if depth > _MAX_DEPTH:
+            return False
+        return any(b == ancestor or any(self._descends(c, ancestor, depth + 1) for c in self._bindings.classes.get(b, ())) for b in cls.bases)
+
+    def _arguments(self, param: _Param) -> list[tuple[_Value, _Env]]:
+        """What `param` receives at each call of its function in the file; [] when one call
+        cannot be read or the function is not only called here."""
+        key = (id(param.function), hash(param.name))
+        if key in self._visiting:
+            return []  # a recursive call: no evidence
+        self._visiting.add(key)
+        try:
+            found = []
+            for call, env, shift in self._call_sites(param.function):
+                value = _argument(call, param, shift)
+                if value is None:
+                    return []
+                found.append((value, env))
+            return found
+        finally:
+            self._visiting.discard(key)
+
+    def _call_sites(self, function: cst.FunctionDef) -> list[tuple[cst.Call, _Env, int]]:
+        """Every call of `function` in the file, with the env it is made in and how many of the
+        function's positional parameters the call does not pass (`self`); [] when it may be
+        called in a way this cannot follow (a decorator, passed as a value, an unbound call)."""
+        if id(function) not in self._sites:
+            self._sites[id(function)] = self._find_call_sites(function)
+        return self._sites[id(function)]
+
+    def _find_call_sites(self, function: cst.FunctionDef) -> list[tuple[cst.Call, _Env, int]]:
+        b = self._bindings
+        name = function.name.value
+        cls = b.owner.get(id(function))
+        if function.decorators or b.defs[name] != 1 and cls is None:
+            return []
+        if cls is None:
+            if b.name_uses[name]:
+                return []
+            return [(c, e, 0) for c, e in b.calls if isinstance(c.func, cst.Name) and c.func.value == name]
+        if b.attribute_uses[name] or b.name_uses[name]:
+            return []
+        sites = []
+        created = self._created_by(cls) if name == "__init__" else set()
+        if any(b.name_uses[n] or b.defs[n] != 1 for n in created):
+            return []
+        for call, env in b.calls:
+            func = call.func
+            if isinstance(func, cst.Name) and func.value in created:
+                sites.append((call, env, 1))
+            elif isinstance(func, cst.Attribute) and func.attr.value == name:
+                if isinstance(func.value, cst.Name) and func.value.value in b.classes:
+                    return []  # `Base.__init__(self, ...)`: an unbound call
+                if name == "__init__" and not (env.cls is not None and _is_super(func.value) and self._descends(env.cls, cls.name)):
+                    continue  # another class's `super().__init__`
+                sites.append((call, env, 1))
+        return sites
+
+    def _created_by(self, cls: _Class) -> set[str]:
+        """The names of the classes whose instances `cls.__init__` initialises: `cls` and its
+        subclasses that do not define their own."""
+        names = {cls.name}
+        for group in self._bindings.classes.values():
+            for other in group:
+                if "__init__" not in other.methods and self._descends(other, cls.name):
+                    path_defines = any(
+                        "__init__" in c.methods
+                        for base in other.bases
+                        for c in self._bindings.classes.get(base, ())
+                        if c is not cls and self._descends(c, cls.name)
+                    )
+                    if not path_defines:
+                        names.add(other.name)
+        return names
+
+
+def _is_super(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "super"
+
+
+def _argument(call: cst.Call, param: _Param, shift: int) -> cst.BaseExpression | None:
+    """The expression `call` passes for `param`; None when it passes none, or stars may hide it."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == param.name:
+            return arg.value  # a star could not pass it too: that is a TypeError
+    if A.has_star_args(call):
+        return None
+    positional = [a for a in call.args if a.keyword is None]
+    if param.index is None or param.index < shift:
+        return None
+    index = param.index - shift
+    return positional[index].value if index < len(positional) else None
 
 
 # `torch.sum(x)` & co.: qualified name -> method name.
