@@ -33,7 +33,7 @@ def _root(expr: cst.BaseExpression) -> cst.BaseExpression:
             return expr
 
 
-class _Flows(cst.CSTVisitor):
+class Flows(cst.CSTVisitor):
     """Which `torch.load(...)` calls feed `load_state_dict`, directly or through a name of their scope."""
 
     def __init__(self, imports: Imports) -> None:
@@ -341,8 +341,8 @@ class _Checkpoints(cst.CSTVisitor):
         return f"`{code}`" if len(code) <= 40 and "\n" not in code else "a value not provably a tensor or plain value"
 
 
-# Every statement _Flows learns from says `load` (`torch.load`, `th.load`, `load_state_dict`).
-_LOAD_WORD = Words(r"\bload(?:_state_dict)?\b")
+# Every statement Flows learns from says `load` (`torch.load`, `th.load`, `load_state_dict`).
+LOAD_WORD = Words(r"\bload(?:_state_dict)?\b")
 
 
 class LoadWeightsOnly(MigrationCodemod):
@@ -394,11 +394,11 @@ class LoadWeightsOnly(MigrationCodemod):
     CODE = "TM301"
     SAFETY = "review"
 
-    PRUNE = True  # its sites are `load` calls; what it learns (_Flows) is on `load...` lines too
+    PRUNE = True  # its sites are `load` calls; what it learns (Flows) is on `load...` lines too
 
     def visit_Module(self, node: cst.Module) -> None:
-        self.flows = _Flows(self.imports)
-        self.visit_where(node, self.flows, _LOAD_WORD)
+        self.flows = Flows(self.imports)
+        self.visit_where(node, self.flows, LOAD_WORD)
         self._module = node
         self._checkpoints: _Checkpoints | None = None
 
