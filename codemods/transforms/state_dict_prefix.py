@@ -11,6 +11,7 @@ from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.names import dotted
 from codemods.helpers.patterns import Words
 from codemods.helpers.sites import Pruner
+from codemods.helpers.spelling import import_forms, retire
 
 CONSUME = "consume_prefix_in_state_dict_if_present"
 CONSUME_MODULE = "torch.nn.modules.utils"
@@ -310,6 +311,7 @@ class StateDictPrefix(MigrationCodemod):
         self.wrapped: set[str] = set()
         self.saved: set[cst.Call] = set()
         self.loaded: dict[int, set[str]] = {}  # scope -> names assigned only from torch.load, on demand
+        self.bound: dict[int, set[str]] = {}  # scope -> names it assigns, on demand
         defs = ddp.top_level_defs(node)
         self.has_wrap_helper = defs.get("ddp_wrap", False)
         self.helpers_ok = not ddp.clashes(node, {"unwrap_model"})
@@ -355,6 +357,38 @@ class StateDictPrefix(MigrationCodemod):
         unwrapped = cst.Call(func=cst.Name("unwrap_model"), args=[cst.Arg(owner)])
         return self.rewrite(
             original_node, updated_node, updated_node.with_changes(func=updated_node.func.with_changes(value=unwrapped))
+        )
+
+    # -- a conditional whose branches this rewrite made the same ----------------------------------
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.BaseStatement | cst.FlattenSentinel:
+        """`if isinstance(model, DataParallel): save(model.module...) else: save(model...)` saves
+        `unwrap_model(model)` in both branches once migrated: keep one copy, not the test."""
+        before, after = original_node.orelse, updated_node.orelse
+        if not (isinstance(before, cst.Else) and isinstance(after, cst.Else)):
+            return updated_node
+        if not (isinstance(updated_node.body, cst.IndentedBlock) and isinstance(after.body, cst.IndentedBlock)):
+            return updated_node
+        body, other = list(updated_node.body.body), list(after.body.body)
+        if [_code(x) for x in body] != [_code(x) for x in other] or _code(original_node.body) == _code(before.body):
+            return updated_node  # not the same, or the same already (the user's, not ours)
+        if after.leading_lines or after.body.header.comment or not _pure_test(updated_node.test):
+            # a comment would be lost, or the test does something that must still happen
+            self.finding(
+                original_node,
+                f"both branches of `if {_code(updated_node.test)}:` are the same once unwrapped; "
+                "the test is kept (it calls something, or a comment is on its `else:`): drop one branch by hand",
+            )
+            return updated_node
+        body[0] = body[0].with_changes(leading_lines=[*updated_node.leading_lines, *body[0].leading_lines])
+        forms = import_forms(self._module)
+        for name in _all_names(updated_node.test):  # `nn` of `nn.DataParallel`, if used nowhere else
+            retire(self, forms, name)
+        return self.rewrite(
+            original_node,
+            updated_node,
+            cst.FlattenSentinel(body),
+            review=f"both branches of `if {_code(updated_node.test)}:` are the same once unwrapped: one kept",
         )
 
     # -- loading: statement rewrites, block by block -------------------------------------------------
@@ -485,6 +519,8 @@ class StateDictPrefix(MigrationCodemod):
             self.remove_unused_import(module, obj)  # only if nothing else uses it
         if not self.helpers_ok:
             return None
+        # the retry says the model may be wrapped (a wrapped model loads the prefixed keys first
+        # time): load into the unwrapped module, whatever this file shows of the model
         self.needed.add("unwrap_model")
         load = _line(f"unwrap_model({_code(receiver)}).{_code(call.with_changes(func=call.func.attr))}\n")
         replacement = [self._consume(source).with_changes(leading_lines=new.leading_lines), load]
@@ -500,7 +536,7 @@ class StateDictPrefix(MigrationCodemod):
             return None
         receiver, call = found
         owner = dotted(receiver) or ""
-        if owner in {"self", ""} or any(w in owner.lower() for w in NOT_MODELS):
+        if owner in {"self", ""} or any(w in owner.lower() for w in NOT_MODELS) or not self._touched(receiver):
             return None
         if not call.args or call.args[0].keyword is not None or call.args[0].star:
             return None
@@ -546,6 +582,28 @@ class StateDictPrefix(MigrationCodemod):
         if result is replacement:
             self.replaced.append(original)
         return result
+
+    def _touched(self, receiver: cst.BaseExpression) -> bool:
+        """A DataParallel/DDP wrapper may hold `receiver`: it is wrapped in this file (or, for
+        `self.x`, anywhere in the repository), or it is a name this scope does not bind (a
+        parameter: the caller may pass a wrapped model) in a repository that wraps. A model built
+        here and never wrapped needs no unwrap_model and no prefix strip."""
+        owner = dotted(receiver)
+        if owner is None:
+            return False
+        if owner in self.wrapped:
+            return True
+        if "." in owner:
+            return False
+        return self.repo_wraps and owner not in self._bound(self.scopes[-1])
+
+    def _bound(self, scope: cst.Module | cst.FunctionDef) -> set[str]:
+        """Names this scope's own statements assign (not its parameters)."""
+        found = self.bound.get(id(scope))
+        if found is None:
+            body = scope.body if isinstance(scope, cst.Module) else scope.body.body
+            found = self.bound[id(scope)] = _assigned_names(body)
+        return found
 
     def _from_load(self, expr: cst.BaseExpression, direct: bool) -> bool:
         """`torch.load(...)` (subscripted by literals) when direct; else a name assigned only from it."""
@@ -640,6 +698,74 @@ def _all_names(node: cst.CSTNode) -> set[str]:
     v = Names()
     node.visit(v)
     return v.found
+
+
+_PURE_CALLS = frozenset({"isinstance", "hasattr", "len", "getattr", "torch.cuda.device_count", "torch.cuda.is_available"})
+
+
+def _pure_test(test: cst.BaseExpression) -> bool:
+    """A condition whose evaluation has no effect worth keeping: names, attributes, literals,
+    comparisons and `isinstance`/`hasattr`/`len`/GPU-count calls of those."""
+
+    class Check(cst.CSTVisitor):
+        pure = True
+
+        def visit_Call(self, node: cst.Call) -> None:
+            self.pure = self.pure and (dotted(node.func) or "") in _PURE_CALLS
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            self.pure = False
+            return False
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            self.pure = False
+
+        def visit_Await(self, node: cst.Await) -> None:
+            self.pure = False
+
+    check = Check()
+    test.visit(check)
+    return check.pure
+
+
+def _assigned_names(body) -> set[str]:
+    """Plain names bound by assignment, `for` or `with ... as` in these statements (nested
+    functions and classes left out)."""
+
+    class Targets(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.found: set[str] = set()
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            self.found |= _target_names(node.target)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            self.found |= _target_names(node.target)
+
+        def visit_For(self, node: cst.For) -> None:
+            self.found |= _target_names(node.target)
+
+        def visit_AsName(self, node: cst.AsName) -> None:
+            self.found |= _target_names(node.name)
+
+    v = Targets()
+    for stmt in body:
+        stmt.visit(v)
+    return v.found
+
+
+def _target_names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in _target_names(e.value)}
+    return set()
 
 
 def _loaded_names(cm: StateDictPrefix, body) -> set[str]:
