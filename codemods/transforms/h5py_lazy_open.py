@@ -24,7 +24,7 @@ def _read_chain(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, int]:
     """Strip `[key]` and `.get(key)` reads off `expr`: (the innermost object, how many reads)."""
     reads = 0
     while True:
-        if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+        if isinstance(expr, cst.Subscript) and _navigates(expr):
             expr, reads = expr.value, reads + 1
         elif (
             isinstance(expr, cst.Call)
@@ -37,6 +37,18 @@ def _read_chain(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, int]:
             expr, reads = expr.func.value, reads + 1
         else:
             return expr, reads
+
+
+def _navigates(read: cst.Subscript) -> bool:
+    """Whether `x[key]` may give a group or dataset still tied to the file, rather than values read
+    out of it (`[:]`, `[()]`, `[0]`, `[...]`, `[i, j]`: numpy data that outlives the handle)."""
+    if len(read.slice) != 1 or not isinstance(read.slice[0].slice, cst.Index):
+        return False
+    return not isinstance(read.slice[0].slice.value, (cst.Integer, cst.Float, cst.Tuple, cst.Ellipsis, cst.UnaryOperation))
+
+
+# Attributes of an h5py dataset that are values, not handles (`.value` read it all in h5py < 3).
+VALUE_ATTRIBUTES = frozenset({"value", "shape", "dtype", "size", "ndim"})
 
 
 def _self_attribute(target: cst.BaseExpression, self_name: str) -> str | None:
@@ -80,7 +92,9 @@ class H5pyLazyOpen(MigrationCodemod):
     the handle afterwards; `__init__` closes whatever it opened (metadata such as lengths can
     still be read there), and so does the `__init__` of a subclass in the same module that reads
     the file again; `self.f.close()` closes this process's handle. Both helpers are written into
-    the migrated module. A `with` block or a lazy open is left alone. A handle opened at
+    the migrated module. A `with` block, a lazy open, and a file that `__init__` reads in full
+    (`[:]`, `[()]`, `np.array(...)`) and closes on every path are left alone (a finding when the
+    closed handle stays on `self`: it cannot be pickled for spawn workers). A handle opened at
     module level and used by a Dataset, or passed into one, is reported.
 
     ## Why is this bad?
@@ -295,7 +309,7 @@ class H5pyLazyOpen(MigrationCodemod):
             name = _first_param(function)
             if name is None:
                 continue
-            if not self._plan_scope(function, name, plan):
+            if not self._plan_scope(function, name, plan, methods):
                 undecided = True
         if undecided or not plan.opens:
             return None
@@ -327,7 +341,7 @@ class H5pyLazyOpen(MigrationCodemod):
                             plan.closes[n] = name
         return plan
 
-    def _plan_scope(self, function: cst.FunctionDef, self_name: str, plan: _Plan) -> bool:
+    def _plan_scope(self, function: cst.FunctionDef, self_name: str, plan: _Plan, methods: dict[str, cst.FunctionDef]) -> bool:
         """Add the lazy opens of one method to `plan`; False (with a finding) if undecidable."""
         scope = _Scope.of(function.body)
         opens = [n for n in scope.nodes if self._is_open(n) and not self.suppressed(n)]
@@ -340,11 +354,51 @@ class H5pyLazyOpen(MigrationCodemod):
                 self.finding(call, kind, suggestion="keep the arguments on self and open the file on first use")
                 ok = False
                 continue
+            kind = [a for a in kind if not self._closed_in(function, a, self_name, call, methods)]
+            if not kind:
+                continue  # read in full, then closed before `__init__` returns: nothing is kept
             plan.opens.append(call)
             for attribute in kind:
                 if attribute not in plan.attributes:
                     plan.attributes.append(attribute)
         return ok
+
+    def _closed_in(
+        self, function: cst.FunctionDef, attribute: str, self_name: str, call: cst.Call, methods: dict[str, cst.FunctionDef]
+    ) -> bool:
+        """Whether `function` itself closes `self.<attribute>` on every path (a `self.f.close()`
+        among its own statements, or in the `finally:` of one): then nothing is kept and there
+        is nothing to migrate. A finding when the class reads the closed handle elsewhere (unless
+        that method opens it again itself), or when the closed handle stays on `self`."""
+        if not isinstance(function.body, cst.IndentedBlock):
+            return False
+        statements = list(function.body.body)
+        statements += [line for s in statements if isinstance(s, cst.Try) and s.finalbody for line in s.finalbody.body.body]
+        if not any(_closes(s, attribute, self_name) for s in statements):
+            return False
+        for method in methods.values():
+            name = _first_param(method)
+            if method is function or name is None:
+                continue
+            nodes = _Scope.of(method.body).nodes
+            reads = [n for n in nodes if isinstance(n, cst.Attribute) and _self_attribute(n, name) == attribute]
+            reopens = any(self._is_open(n) for n in nodes)
+            if reads and not reopens:
+                self.finding(
+                    call,
+                    f"`__init__` closes `{self_name}.{attribute}`, yet `{method.name.value}` reads it: reopen"
+                    " the h5py file on first use in each process by hand",
+                    suggestion="keep the file name on self and open the file lazily where it is read",
+                )
+                return True
+        if not any(_drops(s, attribute, self_name) for s in statements):
+            self.finding(
+                call,
+                f"`{self_name}.{attribute}` still holds the closed h5py file, which cannot be pickled: DataLoader"
+                " workers started with spawn or forkserver fail; drop it once closed or read in a `with` block",
+                suggestion=f"del {self_name}.{attribute}",
+            )
+        return True
 
     def _classify(self, call: cst.Call, scope: _Scope, self_name: str) -> list[str] | str | None:
         """The attributes this open ends up in; a reason string if undecidable; None if not kept."""
@@ -365,6 +419,10 @@ class H5pyLazyOpen(MigrationCodemod):
         """Whether `node`'s value may be stored on `self` (not just read through a value-making call)."""
         while node in scope.parents:
             parent = scope.parents[node]
+            if isinstance(parent, cst.Subscript) and parent.value is node and not _navigates(parent):
+                return False  # `h5py.File(p)["x"][:]`: the data is kept, not the file
+            if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in VALUE_ATTRIBUTES:
+                return False
             if isinstance(parent, cst.Call) and parent.func is not node:
                 if self.code_for(parent.func) in COPYING or (self.qualified_name(parent.func) or "") in COPYING:
                     return False
@@ -384,12 +442,14 @@ class H5pyLazyOpen(MigrationCodemod):
         ]
         uses = [n for n in scope.nodes if isinstance(n, cst.Name) and n.value == local and n is not defining]
         attributes: list[str] = []
-        other = False
+        other = closed = False
         for use in uses:
             if any(use is t.target for b in binds for t in b.targets):
                 continue
             top = _chain_top(use, scope)
             parent = scope.parents.get(top)
+            if top is use and isinstance(parent, cst.Attribute) and parent.attr.value == "close":
+                closed = True
             target = _single_target(parent) if isinstance(parent, cst.Assign) and parent.value is top else None
             attribute = _self_attribute(target, self_name) if target is not None else None
             if attribute is None:
@@ -400,6 +460,11 @@ class H5pyLazyOpen(MigrationCodemod):
             return None  # a local handle that is not kept: closed when it goes away
         if len(binds) > 1:
             return f"`{local}` is assigned more than once; open the h5py file lazily by hand"
+        if closed:
+            return (
+                f"`{self_name}.{attributes[0]}` keeps a group or dataset of `{local}`, which is closed here, so"
+                " reading it later fails: read its values (`[:]`) or open the h5py file lazily by hand"
+            )
         if other:
             return (
                 f"`{local}` (an h5py file) is kept on `self` and also read directly here:"
@@ -439,6 +504,33 @@ def _chain_top(node: cst.CSTNode, scope: _Scope) -> cst.CSTNode:
                 node = call
                 continue
         return node
+
+
+def _closes(statement: cst.BaseStatement, attribute: str, self_name: str) -> bool:
+    """`self.<attribute>.close()` as a statement of its own."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        call = small.value if isinstance(small, cst.Expr) else None
+        if isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute):
+            if call.func.attr.value == "close" and _self_attribute(call.func.value, self_name) == attribute:
+                return True
+    return False
+
+
+def _drops(statement: cst.BaseStatement, attribute: str, self_name: str) -> bool:
+    """`del self.<attribute>` or `self.<attribute> = None`."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        if isinstance(small, cst.Del):
+            targets = [e.value for e in small.target.elements] if isinstance(small.target, cst.Tuple) else [small.target]
+            if any(_self_attribute(t, self_name) == attribute for t in targets):
+                return True
+        if isinstance(small, cst.Assign) and isinstance(small.value, cst.Name) and small.value.value == "None":
+            if any(_self_attribute(t.target, self_name) == attribute for t in small.targets):
+                return True
+    return False
 
 
 def _binds(target: cst.BaseExpression, name: str) -> bool:
