@@ -410,14 +410,36 @@ def _binds(statement: cst.BaseStatement, name: str) -> bool:
     return False
 
 
+def _is_import_guard(statement: cst.BaseStatement) -> bool:
+    """`try: import x` / `if cond: import x` at the top of a module: part of its import block."""
+    if not isinstance(statement, (cst.Try, cst.If)):
+        return False
+    body = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else [statement.body]
+    return any(_is_import_line(s) or _is_import_guard(s) for s in body)
+
+
+def _ends_import_block(statement: cst.BaseStatement) -> bool:
+    """A def, a class or a compound statement other than an import guard: code from here on may
+    call what the device is for, so the definition goes before it."""
+    return not isinstance(statement, cst.SimpleStatementLine) and not _is_import_guard(statement)
+
+
 def insertion_index(body: Sequence[cst.BaseStatement], first_use: int | None, needs: str | None = None) -> int:
-    """Where the definition goes: after the leading block of imports (after a docstring and any
-    `from __future__`), or after the later import that binds `needs` (how the definition spells
-    torch), and never after the first top-level statement that uses the device right away."""
+    """Where the definition goes: after the last import of the import block (after a docstring
+    and any `from __future__`; the block runs on through simple statements such as
+    `sys.path.insert(...)`, notebook cell boundaries and `try: import x` guards, up to the first
+    def, class or other compound statement), or after the later import that binds `needs` (how
+    the definition spells torch), and never after the first top-level statement that uses the
+    device."""
     limit = len(body) if first_use is None else first_use
-    index = 1 if body and is_docstring(body[0]) else 0
-    while index < limit and _is_import_line(body[index]):
-        index += 1
+    start = 1 if body and is_docstring(body[0]) else 0
+    index = start
+    for position in range(start, limit):
+        statement = body[position]
+        if _ends_import_block(statement):
+            break
+        if _is_import_line(statement) or _is_import_guard(statement):
+            index = position + 1
     if needs is not None:
         for i, statement in enumerate(body[:limit]):
             if _binds(statement, needs):
@@ -451,6 +473,41 @@ def with_definition(
     return module.with_changes(body=body)
 
 
+def module_level_imports(module: cst.Module, imports: Imports) -> Imports:
+    """`imports` restricted to what the module binds at import time: an `import torch` inside a
+    function (unittest modules, lazy-import libraries) does not bind `torch` for module code."""
+    outside = [s for s in module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+    return Imports(Imports.of(module.with_changes(body=outside)).aliases, imports.shadowed)
+
+
+def local_torch_spelling(body: Sequence[cst.BaseStatement]) -> str | None:
+    """The name a plain `import torch [as t]` line among `body` binds, if there is one."""
+    for statement in body:
+        if not _is_import_line(statement):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    if alias.evaluated_name == "torch":
+                        return alias.evaluated_alias or "torch"
+    return None
+
+
+def with_local_definition(function: cst.FunctionDef, original: cst.FunctionDef, name: str, first: int) -> cst.FunctionDef:
+    """`function` defining the device itself, after the imports at its top and before its `first`
+    statement that uses it; it spells torch as the function's own `import torch [as t]` before
+    that statement does, else it gets an `import torch` of its own there."""
+    before = list(original.body.body)[:first]
+    spelling = local_torch_spelling(before)
+    at = insertion_index(original.body.body, first, spelling)
+    added: list[cst.BaseStatement] = [] if spelling else [cst.parse_statement("import torch\n")]  # type: ignore[list-item]
+    spelling = spelling or "torch"
+    added.append(definition(name, f"{spelling}.device", f"{spelling}.cuda.is_available"))
+    body = list(function.body.body)
+    body[at:at] = added
+    return function.with_changes(body=function.body.with_changes(body=body))
+
+
 # -- a base for codemods that put things on the device ---------------------------------------------
 
 
@@ -472,7 +529,12 @@ class DeviceCodemod(MigrationCodemod):
         self._top_index: int | None = None
         self._deferred = 0  # depth of function/lambda bodies: code there runs later
         self._first_use: int | None = None
+        self._first_any_use: int | None = None  # also uses inside lambdas and defs
         self._global_used = False
+        self._module_imports: Imports | None = None
+        self._functions: list[tuple[cst.FunctionDef, dict[int, int]]] = []  # open defs: body ids -> index
+        self._statement_in: dict[int, int] = {}  # id(open def) -> index of its body statement being visited
+        self._local_first: dict[int, int] = {}  # id(def) -> its first body statement using a local device
         self.extra_top_statements: dict[int, int] = {}
         """Top-level index -> statements a subclass added there (keeps the insertion index right)."""
         return True
@@ -502,10 +564,17 @@ class DeviceCodemod(MigrationCodemod):
         top = getattr(self, "_top_ids", {}).get(id(node))
         if top is not None:
             self._top_index = top
-        if isinstance(node, SCOPE_NODES) and hasattr(self, "_module_node"):
-            self._open_scopes.append(node)
-            if isinstance(node, (cst.FunctionDef, cst.Lambda)):
-                self._deferred += 1
+        if hasattr(self, "_module_node"):
+            if self._functions:
+                function, statements = self._functions[-1]
+                if id(node) in statements:
+                    self._statement_in[id(function)] = statements[id(node)]
+            if isinstance(node, SCOPE_NODES):
+                self._open_scopes.append(node)
+                if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+                    self._deferred += 1
+                if isinstance(node, cst.FunctionDef) and isinstance(node.body, cst.IndentedBlock):
+                    self._functions.append((node, {id(s): i for i, s in enumerate(node.body.body)}))
         return super().on_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
@@ -513,7 +582,36 @@ class DeviceCodemod(MigrationCodemod):
             self._open_scopes.pop()
             if isinstance(original_node, (cst.FunctionDef, cst.Lambda)):
                 self._deferred -= 1
+            if self._functions and self._functions[-1][0] is original_node:
+                self._functions.pop()
+                first = self._local_first.pop(id(original_node), None)
+                if first is not None and isinstance(updated_node, cst.FunctionDef):
+                    assert isinstance(original_node, cst.FunctionDef)
+                    name = self.device_plan.global_name
+                    updated_node = with_local_definition(updated_node, original_node, name, first)
         return super().on_leave(original_node, updated_node)
+
+    @property
+    def module_imports(self) -> Imports:
+        """The imports the module's own code sees (not those inside its functions)."""
+        if self._module_imports is None:
+            self._module_imports = module_level_imports(self._module_node, self.imports)
+        return self._module_imports
+
+    def _torch_is_lazy(self) -> bool:
+        """Whether the module imports torch only inside functions (or not at all): then a module-level
+        `import torch` would make an optional dependency a hard one, and the device is defined in
+        the function that uses it."""
+        return not any(t == "torch" or t.startswith("torch.") for t in self.module_imports.aliases.values())
+
+    def _local_site(self) -> cst.FunctionDef | None:
+        """The function that defines the device for a site here, when the module cannot."""
+        if not self._functions or not self._torch_is_lazy():
+            return None
+        function = self._functions[-1][0]
+        if self.device_plan.global_name in self.scopes.scope_of(function).globals:
+            return None
+        return function
 
     def with_device(
         self,
@@ -529,7 +627,14 @@ class DeviceCodemod(MigrationCodemod):
         replacement = build(cst.Name(name))
         result = self.rewrite(original, updated, replacement, review=review)
         if result is replacement and is_global:
+            function = self._local_site()
+            if function is not None:
+                at = self._statement_in.get(id(function), 0)
+                self._local_first[id(function)] = min(self._local_first.get(id(function), at), at)
+                return result
             self._global_used = True
+            if self._top_index is not None:
+                self._first_any_use = min(self._first_any_use if self._first_any_use is not None else self._top_index, self._top_index)
             if not self._deferred and self._top_index is not None:
                 first = self._first_use
                 self._first_use = self._top_index if first is None else min(first, self._top_index)
@@ -546,10 +651,11 @@ class DeviceCodemod(MigrationCodemod):
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         if not self._global_used or not self.device_plan.needs_definition(self._first_use):
             return updated_node
-        spelling = self.imports.local_name_for("torch.device")
+        spelling = self.module_imports.local_name_for("torch.device")
         needs = spelling.split(".")[0] if spelling else None
-        at = insertion_index(original_node.body, self._first_use, needs)
+        uses = [u for u in (self._first_use, self._first_any_use) if u is not None]
+        at = insertion_index(original_node.body, min(uses) if uses else None, needs)
         at += sum(n for index, n in self.extra_top_statements.items() if index < at)
         return with_definition(
-            updated_node, self.device_plan.global_name, self.imports, at, lambda: self.add_needed_import("torch")
+            updated_node, self.device_plan.global_name, self.module_imports, at, lambda: self.add_needed_import("torch")
         )
