@@ -321,7 +321,7 @@ class _Checkpoints(cst.CSTVisitor):
         scope, name, keys = self.loads.get(id(load), (None, None, set()))
         if scope is not None and name is not None:
             keys = keys | scope.reads.get(name, set())
-        shown = ", ".join(repr(k) for k in sorted(keys))
+        shown = ", ".join(repr(k) for k in sorted(keys)) or "none spelled as a literal"
         matching = []
         for obj, where in self.saves:
             for entries in self.written(obj, where) or []:
