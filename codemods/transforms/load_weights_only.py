@@ -143,6 +143,7 @@ class _Checkpoints(cst.CSTVisitor):
         self.calls: dict[str, list[tuple[cst.Call, _Scope]]] = {}  # f(...) / self.f(...) by name
         self.functions: dict[str, list[_Scope]] = {}
         self.loads: dict[int, tuple[_Scope, str | None, set[str]]] = {}  # load id -> scope, name, keys
+        self._plain_names: dict[tuple[int, str], bool] = {}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         params = tuple(p.name.value for p in (*node.params.posonly_params, *node.params.params))
@@ -289,10 +290,18 @@ class _Checkpoints(cst.CSTVisitor):
             if found is None:
                 return False
             home, values = found
-            if expr.value in home.params:
-                passed = self._arguments(home, expr.value) if not values else None
-                return passed is not None and all(self.plain(v, at, depth + 1) for v, at in passed)
-            return bool(values) and all(self.plain(v, home, depth + 1) for v in values)
+            memo = (id(home), expr.value)
+            if memo not in self._plain_names:
+                # Provisionally plain while its own updates are read (`total = total + x.item()`);
+                # memoized, so that a name assigned in many places is read once.
+                self._plain_names[memo] = True
+                before = len(self._plain_names)
+                verdict = self._plain_name(home, expr.value, values, depth)
+                if not verdict:  # what was judged while assuming this name plain no longer holds
+                    for stale in list(self._plain_names)[before:]:
+                        del self._plain_names[stale]
+                self._plain_names[memo] = verdict
+            return self._plain_names[memo]
         if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
             return all(self.plain(e.value, scope, depth + 1) for e in expr.elements)
         if isinstance(expr, cst.Dict):
@@ -315,6 +324,12 @@ class _Checkpoints(cst.CSTVisitor):
             head, _, rest = qualified.partition(".")
             return head == "torch" and rest.islower() and "." not in rest  # torch.zeros(...), torch.tensor(...)
         return False
+
+    def _plain_name(self, home: _Scope, name: str, values: list[cst.BaseExpression], depth: int) -> bool:
+        if name in home.params:
+            passed = self._arguments(home, name) if not values else None
+            return passed is not None and all(self.plain(v, at, depth + 1) for v, at in passed)
+        return bool(values) and all(self.plain(v, home, depth + 1) for v in values)
 
     def verdict(self, load: cst.Call) -> tuple[bool, str]:
         """(whether every matching save writes only weights-only values, the reason)."""
