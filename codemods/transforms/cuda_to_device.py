@@ -261,8 +261,22 @@ class CudaToDevice(DeviceCodemod):
         return None
 
     def _provably_torch(self, receiver: cst.BaseExpression) -> bool:
-        """A receiver known to be a tensor or an nn.Module, from what this module shows."""
+        """A receiver known to be a tensor or an nn.Module, from what this module shows. Of a name's
+        values, `None` (`.cuda()` on it fails before and after) and its own moves (`x = x.cuda()`,
+        which keep what `x` is) prove nothing either way."""
+        if isinstance(receiver, cst.Name) and receiver.value != "self":
+            values = self._binding_values(self.current_scope, receiver.value) or []
+            kept = [v for v in values if not _is_none(v) and not self._moves(v, receiver.value)]
+            return bool(kept) and all(self._is_tensor_value(v) or self._is_module_value(v) for v in kept)
         return self._receiver_is_module(receiver) or self._receiver_is_tensor(receiver)
+
+    def _moves(self, value: cst.BaseExpression | None, name: str) -> bool:
+        """`name.cuda()`, `name.float().to(d)`, ...: a value made from `name` by calls that keep its kind."""
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            if value.func.attr.value not in _TENSOR_METHODS | _MODULE_CHAIN:
+                return False
+            value = value.func.value
+        return isinstance(value, cst.Name) and value.value == name
 
     def _receiver_is_tensor(self, receiver: cst.BaseExpression) -> bool:
         if isinstance(receiver, cst.Name):
@@ -593,6 +607,10 @@ class CudaToDevice(DeviceCodemod):
             f"legacy CUDA tensor type `{self.code_for(node)}` used as a value",
             suggestion=f"use dtype=torch.{dtype} and device=device (for a type test: `t.is_cuda and t.dtype == torch.{dtype}`)",
         )
+
+
+def _is_none(value: cst.BaseExpression | None) -> bool:
+    return isinstance(value, cst.Name) and value.value == "None"
 
 
 def _pure(expr: cst.BaseExpression) -> bool:
