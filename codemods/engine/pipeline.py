@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from codemods.helpers.context import FileContext
 from codemods.engine import legacy_syntax
+from codemods.engine import name_guard
 from codemods.helpers.noqa import is_suppressed, noqa_lines
 from codemods.helpers.scan import Scan
 from codemods.registry import Spec
@@ -241,6 +242,14 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
         culprit = _culprit(tree, firing, file, sites)
         reason = f"internal error: the rewrite would not compile ({error.msg}); file left untouched"
         return Result(code=original, parsed=True, problem=Problem(file.path, error.lineno or 0, reason, culprit))
+    # The name guard (engine/name_guard.py): a codemod whose output leaves a name unbound, an
+    # import unused or doubled, or a `.to()` torch refuses is dropped from this file, with a finding.
+    guarded = name_guard.guard(source, code, rewrites, name_guard.Replay(tree, firing, file, sites, declined, _run, _compile_error))
+    if guarded is not None:
+        code, found = guarded.code, (*repaired, *guarded.findings)
+        rewrites = {**{k: n for k, n in rewrites.items() if k == "TM000"}, **guarded.rewrites}
+        if code == original:
+            return Result(code=original, parsed=True, findings=found)
     notes = tuple(f"{f.path}:{f.line}: {f.message}" for f in repaired if f.kind == "review")
     return Result(code=code, changed=True, parsed=True, rewrites=rewrites, findings=found, notes=notes)
 

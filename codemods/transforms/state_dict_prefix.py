@@ -325,6 +325,9 @@ class StateDictPrefix(MigrationCodemod):
         collector = _HandStrips()
         self.visit_where(node, collector, _PREFIX_WORD)
         self.hand_strips = collector.found
+        tests = _PrefixTests()
+        self.visit_where(node, tests, _PREFIX_WORD)
+        self.hand_strips += tests.found
         return True
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -438,7 +441,12 @@ class StateDictPrefix(MigrationCodemod):
                     i += 2
                     changed = True
                     continue
-            replaced = self._comprehension(orig, new) or self._retry(orig, new) or self._load(orig, new, out)
+            replaced = (
+                self._comprehension(orig, new)
+                or self._in_place(orig, new, original[i + 1 :])
+                or self._retry(orig, new)
+                or self._load(orig, new, out)
+            )
             if replaced is not None:
                 out.extend(replaced)
                 changed = True
@@ -453,6 +461,9 @@ class StateDictPrefix(MigrationCodemod):
 
     def _loop(self, init, loop, new_init, new_loop, rest) -> list | None:
         found = strip_loop(init, loop, self.qualified_name, self.repo_wraps)
+        if found is None and isinstance(loop, cst.For):
+            # `if k.startswith("module."): new[k[7:]] = v  else: new[k] = v`: the one-store form
+            found = strip_loop(init, one_store(loop), self.qualified_name, self.repo_wraps)
         if found is None:
             return None
         name, ctor, source, loop_names = found
@@ -464,6 +475,18 @@ class StateDictPrefix(MigrationCodemod):
         if result is new_loop:
             return None
         return [first, second]
+
+    def _in_place(self, orig, new, rest) -> list | None:
+        """`for k in list(sd.keys()): if k.startswith("module."): sd[k[7:]] = sd.pop(k)`."""
+        found = in_place_strip(orig, self.repo_wraps)
+        if found is None:
+            return None
+        source, loop_names = found
+        if any(_uses(stmt, loop_names) for stmt in rest):
+            return None  # the loop variables are read afterwards: not exactly the idiom
+        line = self._consume(_code(source)).with_changes(leading_lines=new.leading_lines)
+        result = self.rewrite(orig, new, line)
+        return None if result is new else [line]
 
     def _comprehension(self, orig, new) -> list | None:
         found = strip_comprehension(orig, self.qualified_name, self.repo_wraps)
@@ -840,3 +863,145 @@ class _StateDictCalls(cst.CSTVisitor):
             and dotted(node.func.value) in self.cm.wrapped
         ):
             self.cm.saved.add(node)
+
+
+# -- `module.` strips written against the keys themselves ----------------------------------------
+
+
+def _key_loop(loop: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
+    """(key, S) for `for k in list(S)` / `for k in list(S.keys())` (or `tuple(...)`): a loop that
+    may change S as it goes."""
+    if not isinstance(loop, cst.For) or loop.orelse is not None or loop.asynchronous is not None:
+        return None
+    it = loop.iter
+    if not (
+        isinstance(loop.target, cst.Name)
+        and isinstance(loop.body, cst.IndentedBlock)
+        and isinstance(it, cst.Call)
+        and isinstance(it.func, cst.Name)
+        and it.func.value in {"list", "tuple"}
+        and len(it.args) == 1
+        and it.args[0].keyword is None
+        and not it.args[0].star
+    ):
+        return None
+    source = it.args[0].value
+    if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) and source.func.attr.value == "keys":
+        source = source.func.value if not source.args else None
+    if source is None or dotted(source) is None:
+        return None
+    return loop.target.value, source
+
+
+def _store(stmt: cst.CSTNode) -> tuple[cst.BaseExpression, cst.BaseExpression, cst.BaseExpression] | None:
+    """(D, index, value) for the statement `D[index] = value`."""
+    small = _single(stmt)
+    if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+        return None
+    target = small.targets[0].target
+    if not (isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index)):
+        return None
+    return target.value, target.slice[0].slice.value, small.value
+
+
+def _is_key_of(expr: cst.BaseExpression, source: cst.BaseExpression, key: str, method: str | None) -> bool:
+    """`S.pop(k)` (method "pop") or `S[k]` (method None)."""
+    if method is None:
+        return (
+            isinstance(expr, cst.Subscript)
+            and _code(expr.value) == _code(source)
+            and len(expr.slice) == 1
+            and isinstance(expr.slice[0].slice, cst.Index)
+            and _code(expr.slice[0].slice.value) == key
+        )
+    return (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value == method
+        and _code(expr.func.value) == _code(source)
+        and len(expr.args) == 1
+        and expr.args[0].keyword is None
+        and _code(expr.args[0].value) == key
+    )
+
+
+def in_place_strip(loop: cst.CSTNode, generic: bool = False) -> tuple[cst.BaseExpression, set[str]] | None:
+    """(S, loop names) when `loop` renames S's keys in place, exactly a prefix strip:
+    `S[strip(k)] = S.pop(k)`, `v = S.pop(k); S[strip(k)] = v` or `S[strip(k)] = S[k]; del S[k]`,
+    alone or under `if k.startswith("module."):`."""
+    found = _key_loop(loop)
+    if found is None:
+        return None
+    key, source = found
+    body = list(loop.body.body)
+    if len(body) == 1 and isinstance(body[0], cst.If):
+        guard = body[0]
+        if guard.orelse is not None or not _startswith(guard.test, key) or not isinstance(guard.body, cst.IndentedBlock):
+            return None
+        body = list(guard.body.body)
+    names = {key}
+    if len(body) == 2 and isinstance(_single(body[1]), cst.Del):
+        body = [body[1], body[0]]  # `S[strip(k)] = S[k]; del S[k]`: checked below with the store last
+    last = _store(body[-1]) if body else None
+    if last is None or _code(last[0]) != _code(source) or not _strips(last[1], key, generic):
+        return None
+    value = last[2]
+    if len(body) == 1:
+        return (source, names) if _is_key_of(value, source, key, "pop") else None
+    if len(body) != 2:
+        return None
+    first = _single(body[0])
+    # del S[k] (after the copy)
+    if isinstance(first, cst.Del) and _is_key_of(first.target, source, key, None) and _is_key_of(value, source, key, None):
+        return source, names
+    # v = S.pop(k); S[strip(k)] = v
+    if (
+        isinstance(first, cst.Assign)
+        and len(first.targets) == 1
+        and isinstance(first.targets[0].target, cst.Name)
+        and _is_key_of(first.value, source, key, "pop")
+        and isinstance(value, cst.Name)
+        and value.value == first.targets[0].target.value != key
+    ):
+        return source, names | {value.value}
+    return None
+
+
+def one_store(loop: cst.For) -> cst.For:
+    """`if k.startswith("module."): new[strip(k)] = v  else: new[k] = v` as the single store
+    `new[strip(k) if k.startswith("module.") else k] = v` that strip_loop knows; other loops as
+    they are."""
+    body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else ()
+    if len(body) != 1 or not isinstance(body[0], cst.If) or not isinstance(body[0].orelse, cst.Else):
+        return loop
+    guard = body[0]
+    then = guard.body.body if isinstance(guard.body, cst.IndentedBlock) else ()
+    other = guard.orelse.body.body if isinstance(guard.orelse.body, cst.IndentedBlock) else ()
+    if len(then) != 1 or len(other) != 1:
+        return loop
+    stripped, kept = _store(then[0]), _store(other[0])
+    if stripped is None or kept is None or not isinstance(kept[1], cst.Name):
+        return loop
+    if _code(stripped[0]) != _code(kept[0]) or _code(stripped[2]) != _code(kept[2]):
+        return loop
+    if not _startswith(guard.test, kept[1].value):
+        return loop
+    index = cst.IfExp(test=guard.test, body=stripped[1], orelse=kept[1])
+    store = cst.parse_statement(f"{_code(stripped[0])}[{_code(index)}] = {_code(stripped[2])}\n")
+    return loop.with_changes(body=loop.body.with_changes(body=[store]))
+
+
+class _PrefixTests(cst.CSTVisitor):
+    """`x.startswith("module.")`: a test for the prefix, where a strip written by hand may follow."""
+
+    def __init__(self) -> None:
+        self.found: list[cst.CSTNode] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if (
+            isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "startswith"
+            and node.args
+            and _is_prefix(node.args[0].value)
+        ):
+            self.found.append(node)
