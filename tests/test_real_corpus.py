@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from codemods.engine import name_guard
+
 ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = ROOT / "tests" / "data" / "corpus_expected.json"
 
@@ -101,6 +103,20 @@ def test_pipeline_over_the_corpus(dirs, tmp_path_factory, label: str) -> None:
         else:
             assert path.read_bytes() == data, f"{path} was modified but not reported as changed"
     assert not broken, broken
+
+    # No rewritten file uses a name it does not bind, leaves an import unused or doubled, or
+    # calls `.to()` with arguments torch refuses, where its original did not (engine/name_guard.py;
+    # the kinds a codemod is known to leave, name_guard.PENDING, are listed there).
+    rewrote = {Path(f.path).resolve(): tuple(f.rewrites) for f in report.changed}
+    introduced = {}
+    for path, data in before.items():
+        if path.resolve() in changed:
+            texts = (data.decode("utf-8-sig", "replace"), path.read_bytes().decode("utf-8-sig", "replace"))
+            new = name_guard.introduced(*texts, str(path))
+            new = [b.reason for b in new if not name_guard.tolerated(b, rewrote[path.resolve()])]
+            if new:
+                introduced[str(path)] = new
+    assert not introduced, introduced
 
     # Every file that could not be processed has a reason, and nothing crashed.
     for problem in report.problems:
