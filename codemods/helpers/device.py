@@ -16,6 +16,7 @@ the one question asked: which binding does a plain name at this node see?
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
@@ -244,6 +245,11 @@ SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, *_COMPREHENSIONS)
 # -- what a binding of `device` means -------------------------------------------------------------
 
 
+# What `torch.device(...)` accepts as a string: "cuda", "cuda:1", "cpu", ... (not TensorFlow's
+# "/device:GPU:0", a name that only shares the word).
+_TORCH_DEVICE_STRING = re.compile(r"^(?:cpu|cuda|mps|xpu|meta|hpu|xla|privateuseone)(?::\d+)?$")
+
+
 def is_torch_device_call(expr: cst.BaseExpression | None, imports: Imports) -> bool:
     return isinstance(expr, cst.Call) and imports.resolve(expr.func) == "torch.device"
 
@@ -254,8 +260,11 @@ def is_device_value(expr: cst.BaseExpression | None, imports: Imports) -> bool:
         return False
     if is_torch_device_call(expr, imports):
         return True
-    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-        return True
+    if isinstance(expr, cst.SimpleString):
+        return _TORCH_DEVICE_STRING.match(str(expr.evaluated_value)) is not None
+    if isinstance(expr, cst.FormattedString):  # f"cuda:{rank}"
+        head = expr.parts[0] if expr.parts else None
+        return isinstance(head, cst.FormattedStringText) and _TORCH_DEVICE_STRING.match(head.value + "0") is not None
     if isinstance(expr, cst.IfExp):
         return is_device_value(expr.body, imports) and is_device_value(expr.orelse, imports)
     return False
