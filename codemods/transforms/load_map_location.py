@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import libcst as cst
 
 from codemods.helpers import args as A
@@ -61,12 +63,22 @@ class LoadMapLocation(MigrationCodemod):
     def visit_Module(self, node: cst.Module) -> None:
         self.flows = Flows(self.imports)
         self.visit_where(node, self.flows, LOAD_WORD)
+        self._blocks: list[Sequence[cst.BaseStatement]] = [node.body]  # module, then enclosing defs
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+        self._blocks.append(body)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        self._blocks.pop()
+        return updated_node
 
     def _fallback(self) -> cst.BaseExpression:
-        """`None if torch.cuda.is_available() else "cpu"`, queuing `import torch` when the module
-        cannot spell it (`from torch import load` alone)."""
+        """`None if torch.cuda.is_available() else "cpu"`, queuing `import torch` when no import
+        this call can see spells it (`from torch import load` alone, or `import torch` only inside
+        another function)."""
         is_available = self.imports.local_name_for("torch.cuda.is_available")
-        if is_available is None:
+        if is_available is None or not any(_imports(b, is_available.split(".")[0]) for b in self._blocks):
             self.add_needed_import("torch")
             is_available = "torch.cuda.is_available"
         return cst.IfExp(
@@ -99,6 +111,43 @@ class LoadMapLocation(MigrationCodemod):
             location = self._fallback()
             review = "map_location falls back to the CPU without CUDA; with CUDA tensors load where they were saved, as before"
         return self.rewrite(original_node, updated_node, _with_location(updated_node, at, location), review=review)
+
+
+def _imports(body: Sequence[cst.BaseStatement], name: str) -> bool:
+    """Whether an import in `body` (or in its if/try/with blocks, not in nested defs) binds `name`."""
+    for statement in body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                    if any((a.evaluated_alias or a.evaluated_name.split(".")[0]) == name for a in small.names):
+                        return True
+        elif any(_imports(block, name) for block in _blocks(statement)):
+            return True
+    return False
+
+
+def _blocks(statement: cst.BaseStatement) -> list[Sequence[cst.BaseStatement]]:
+    """The statement lists an if/try/with runs in its own scope."""
+    suites: list[cst.BaseSuite] = []
+    if isinstance(statement, cst.If):
+        suites.append(statement.body)
+        if isinstance(statement.orelse, cst.If):
+            return [_statements(statement.body), [statement.orelse]]
+    elif isinstance(statement, cst.Try):
+        suites += [statement.body, *(h.body for h in statement.handlers)]
+        suites += [statement.finalbody.body] if statement.finalbody is not None else []
+    elif isinstance(statement, cst.With):
+        suites.append(statement.body)
+    orelse = getattr(statement, "orelse", None)
+    if isinstance(orelse, cst.Else):
+        suites.append(orelse.body)
+    return [_statements(s) for s in suites]
+
+
+def _statements(suite: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
+    if isinstance(suite, cst.IndentedBlock):
+        return suite.body
+    return [cst.SimpleStatementLine(body=suite.body)]  # `if x: import torch`
 
 
 def _with_location(call: cst.Call, at: int, location: cst.BaseExpression) -> cst.Call:
