@@ -5,8 +5,11 @@ that holds a `torch.device` at a call site. The rules (DESIGN §5, TM101):
 
 - reuse a `device` already in scope: a parameter (without a `None` default), a local bound to
   `torch.device(...)` (or a string literal), a module global bound to `torch.device(...)`;
-- otherwise define one, once per module, after the imports (so after any `from __future__`):
-  `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`;
+- otherwise define one, once per module, after the last import of its import block (so after
+  any `from __future__`): `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`;
+  where the module binds torch only inside functions (or nowhere), a site in a function gets the
+  definition in that function instead (a module-level one would be a NameError on import, and a
+  module-level `import torch` would make an optional dependency a hard one);
 - never shadow or clobber a `device` that means something else: then the module's definition gets
   a fresh name (`torch_device`, `torch_device_2`, ...) that appears nowhere in the module.
 

@@ -103,8 +103,11 @@ class CudaToDevice(DeviceCodemod):
       `torch.set_default_device(device)` and `torch.set_default_dtype(torch.float32)`.
     - `device` is the one in scope (a parameter, a local or a module global bound to
       `torch.device(...)`); otherwise it is defined once after the imports as
-      `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`. When `device` means
-      something else anywhere in the module, the definition takes a fresh name (`torch_device`).
+      `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`, after the last
+      import of the module's import block. When `device` means something else anywhere in the
+      module, the definition takes a fresh name (`torch_device`). In a module that imports torch
+      only inside its functions (or not at all), a site in a function gets the definition in that
+      function, after its own imports, so torch stays a lazy dependency.
 
     ## Why is this bad?
     `.cuda()` and the `torch.cuda.*Tensor` types crash on a machine without CUDA, so the code (and
