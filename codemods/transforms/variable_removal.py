@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import libcst as cst
 import libcst.matchers as m
 
@@ -9,6 +11,9 @@ from codemods.gates.variable_removal import VARIABLE
 from codemods.helpers import args as A
 from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.names import dotted
+from codemods.helpers.patterns import Words
+
+TENSOR_TYPE_WORDS = Words(r"Tensor\b")  # the lines that can bind a name to a legacy tensor type
 
 PARAMETERS = ("data", "requires_grad", "volatile")
 # Expressions that can take `.attr` or stand as an operand without parentheses.
@@ -30,16 +35,35 @@ _ATOMS = (
     cst.SetComp,
     cst.DictComp,
 )
+# The legacy tensor types: calling one makes a new tensor (`Tensor = torch.cuda.FloatTensor if cuda
+# else torch.FloatTensor` makes `Tensor` one too).
+TENSOR_TYPES = frozenset(
+    f"torch.{prefix}{kind}Tensor"
+    for prefix in ("", "cuda.")
+    for kind in "Float Double Half BFloat16 Long Int Short Char Byte Bool".split()
+) | {"torch.Tensor"}
 # Tensor constructors: a new tensor that requires no grad and that nothing else refers to.
-FACTORIES = frozenset(
+FACTORIES = TENSOR_TYPES | frozenset(
     f"torch.{name}"
     for name in (
-        "tensor Tensor FloatTensor DoubleTensor HalfTensor LongTensor IntTensor ShortTensor CharTensor ByteTensor"
-        " BoolTensor cuda.FloatTensor cuda.DoubleTensor cuda.HalfTensor cuda.LongTensor cuda.IntTensor"
-        " cuda.ByteTensor zeros ones empty full rand randn randint randperm arange range linspace logspace eye"
+        "tensor zeros ones empty full rand randn randint randperm arange range linspace logspace eye"
         " from_numpy zeros_like ones_like empty_like full_like rand_like randn_like randint_like"
     ).split()
 )
+# Methods whose tensor arguments are indices or masks (which never carry a graph), with the
+# position and keyword of the one argument that can (None: no such argument).
+INDEXING_METHODS = {
+    "masked_fill_": (1, "value"), "masked_fill": (1, "value"), "index_fill_": (2, "value"),
+    "index_fill": (2, "value"), "scatter_": (2, "src"), "scatter": (2, "src"), "gather": None,
+    "index_select": None, "masked_select": None, "take": None,
+}  # fmt: skip
+# `with` contexts that only set the grad mode: with nothing left inside, the block does nothing.
+GRAD_MODES = frozenset(
+    {"torch.no_grad", "torch.enable_grad", "torch.set_grad_enabled", "torch.inference_mode",
+     "torch.autograd.no_grad", "torch.autograd.enable_grad", "torch.autograd.set_grad_enabled",
+     "torch.autograd.grad_mode.no_grad"}
+)  # fmt: skip
+NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"})
 # Tensor methods that make a new tensor requiring no grad, whatever their receiver.
 NEW_TENSOR_METHODS = frozenset("detach new new_zeros new_ones new_empty new_full new_tensor".split())
 # Tensor methods after which a tensor that required no grad still requires none.
@@ -92,7 +116,16 @@ class VariableRemoval(MigrationCodemod):
     `volatile=` has no effect today, so removing it changes nothing; wrapping the code in
     `torch.no_grad()` is left to you (a finding says where). Calls with `*args`, `**kwargs`, other
     arguments or a `volatile=` expression with calls in it are findings, not rewrites. A user
-    class called `Variable` is never touched. `x = Variable(x)` lines vanish (unless commented).
+    class called `Variable` is never touched. A call of a name bound only to legacy tensor types
+    (`Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`) is a fresh tensor, and so is
+    a fresh tensor filled in place from numbers (`Tensor(n, 1).fill_(1.0)`, `torch.zeros(n, k)
+    .scatter_(1, index, 1)`): no `.detach()` there.
+
+    Nothing is left behind: `x = Variable(x)` (also `self.h = Variable(self.h)`, `a, b = ...`)
+    vanishes, its comments kept on lines of their own; a `with torch.no_grad():` (or other grad
+    mode) block, an `else:` or an `if` with a side-effect-free test that has nothing left goes too;
+    a loop (or an `if` whose test is a call) left with nothing is kept as `pass`, with a finding.
+    `x = x` the user wrote is theirs. No `volatile=` finding inside `with torch.no_grad():`.
 
     ## References
     - https://pytorch.org/blog/pytorch-0_4_0-migration-guide/
@@ -106,6 +139,17 @@ class VariableRemoval(MigrationCodemod):
         super().__init__(*args, **kwargs)
         self._loose: set[int] = set()  # ids of original expressions where no parentheses are needed
         self._heads: set[str] = set()  # local names through which a rewritten Variable was reached
+        self._tensor_types: frozenset[str] = frozenset()  # names (`Tensor`, `self.Tensor`) bound only to legacy types
+        self._no_grad = 0  # how many `with torch.no_grad():` blocks enclose the walk
+        # Updated statements left doing nothing (dropped by their block), and updated suites whose
+        # every statement vanished, by id; the values keep the nodes alive so that no id is reused.
+        self._vanish: dict[int, cst.CSTNode] = {}
+        self._emptied: dict[int, cst.CSTNode] = {}
+
+    def visit_Module(self, node: cst.Module) -> None:
+        survey = _TensorTypeNames(self)
+        self.visit_where(node, survey, TENSOR_TYPE_WORDS)
+        self._tensor_types = frozenset(n for n, only_types in survey.names.items() if only_types)
 
     # -- positions where a bare expression needs no parentheses ------------------------------
 
@@ -166,7 +210,7 @@ class VariableRemoval(MigrationCodemod):
             replacement = _method(receiver, "requires_grad_", flag_args)
         if not self.suppressed(original_node):
             self._heads.add((dotted(original_node.func) or "").split(".")[0])
-            if volatile is not None and A.literal(volatile.arg.value) is not False:
+            if volatile is not None and A.literal(volatile.arg.value) is not False and not self._no_grad:
                 self.finding(
                     original_node,
                     "`volatile=` has had no effect since PyTorch 0.4 and was removed: run this code under"
@@ -208,11 +252,15 @@ class VariableRemoval(MigrationCodemod):
         if isinstance(data, cst.BinaryOperation):  # arithmetic of fresh tensors and numbers
             fresh = self._origin(data.left) == "fresh" and self._origin(data.right) == "fresh"
             return "fresh" if fresh else "computed"
+        if isinstance(data, cst.UnaryOperation):
+            return self._origin(data.expression)
         if isinstance(data, cst.IfExp):
             branches = {self._origin(data.body), self._origin(data.orelse)}
             return next(o for o in ("computed", "named", "fresh") if o in branches)
         if not isinstance(data, cst.Call):
             return "computed"
+        if dotted(data.func) in self._tensor_types:
+            return "fresh"
         name = self.qualified_name(data.func)
         if name is not None:
             return "fresh" if name in FACTORIES else "computed"
@@ -224,23 +272,129 @@ class VariableRemoval(MigrationCodemod):
                 return "computed" if self._origin(receiver) == "computed" else "fresh"
             if method in KEEPS_GRAD_FREE:
                 return self._origin(receiver)
+            if self._origin(receiver) == "fresh" and self._adds_no_graph(method, data):
+                return "fresh"  # `torch.zeros(n, k).scatter_(1, index, 1)`, `Tensor(n).add_(0.5)`
         return "computed"
+
+    def _adds_no_graph(self, method: str, call: cst.Call) -> bool:
+        """Whether `fresh.method(...)` can take a graph from its arguments: not when each argument
+        that could carry one is a number or a fresh tensor (indices and masks never carry one)."""
+        if A.has_star_args(call):
+            return False
+        args = list(call.args)
+        if method in INDEXING_METHODS:
+            where = INDEXING_METHODS[method]
+            args = [] if where is None else [a for i, a in enumerate(args) if (a.keyword is None and i == where[0]) or (a.keyword is not None and a.keyword.value in where)]
+        return all(A.is_literal(A.literal(a.value)) or self._origin(a.value) == "fresh" for a in args)
+
+    # -- leftovers: `x = x` and blocks with nothing left in them ------------------------------------
 
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
-    ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
-        """`x = Variable(x)` became `x = x`: drop the no-op line (unless it carries a comment)."""
-        if updated_node is original_node or len(updated_node.body) != 1:
+    ) -> cst.SimpleStatementLine:
+        """`x = Variable(x)` became `x = x`: the statement goes (its block drops the line, and keeps
+        its comments)."""
+        kept = _without_no_ops(original_node.body, updated_node.body)
+        if kept is None:
             return updated_node
-        stmt = updated_node.body[0]
-        if not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1 or _has_comment(updated_node):
+        if not kept:
+            self._vanish[id(updated_node)] = updated_node
             return updated_node
-        names = _names(stmt.targets[0].target)
-        if names is None or names != _names(stmt.value) or names == _names(original_node.body[0].value):
+        return updated_node.with_changes(body=kept)
+
+    def leave_SimpleStatementSuite(
+        self, original_node: cst.SimpleStatementSuite, updated_node: cst.SimpleStatementSuite
+    ) -> cst.SimpleStatementSuite:
+        kept = _without_no_ops(original_node.body, updated_node.body)
+        if kept is None:
             return updated_node
-        return cst.RemoveFromParent()
+        if kept:
+            return updated_node.with_changes(body=kept)
+        emptied = updated_node.with_changes(body=[cst.Pass()])
+        self._emptied[id(emptied)] = emptied
+        return emptied
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        if not any(id(s) in self._vanish for s in updated_node.body):
+            return updated_node
+        body, left = self._drop_vanished(updated_node.body)
+        if body:
+            return updated_node.with_changes(body=body, footer=[*left, *updated_node.footer])
+        emptied = updated_node.with_changes(body=[cst.SimpleStatementLine([cst.Pass()], leading_lines=left)])
+        self._emptied[id(emptied)] = emptied
+        return emptied
+
+    def _drop_vanished(self, statements) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
+        """`statements` without the vanished ones, whose comments move onto the next statement;
+        the comments with no statement after them are returned."""
+        body: list[cst.BaseStatement] = []
+        pending: list[cst.EmptyLine] = []
+        for statement in statements:
+            if id(statement) in self._vanish:
+                pending += _comment_lines(statement)
+                continue
+            if pending:
+                own = list(statement.leading_lines)
+                if own and own[0].comment is None:  # one blank line, not two
+                    while pending and pending[-1].comment is None:
+                        pending.pop()
+                statement = statement.with_changes(leading_lines=[*pending, *own])
+                pending = []
+            body.append(statement)
+        return body, pending
+
+    def visit_With(self, node: cst.With) -> None:
+        self._no_grad += self._grad_mode(node, NO_GRAD)
+
+    def leave_With(self, original_node: cst.With, updated_node: cst.With) -> cst.With:
+        self._no_grad -= self._grad_mode(original_node, NO_GRAD)
+        if id(updated_node.body) in self._emptied and self._grad_mode(original_node, GRAD_MODES):
+            self._vanish[id(updated_node)] = updated_node  # `with torch.no_grad(): pass`
+        return updated_node
+
+    def _grad_mode(self, node: cst.With, modes: frozenset[str]) -> bool:
+        return all(
+            isinstance(item.item, cst.Call) and item.asname is None and self.qualified_name(item.item.func) in modes
+            for item in node.items
+        )
+
+    def leave_Else(self, original_node: cst.Else, updated_node: cst.Else) -> cst.Else:
+        if id(updated_node.body) in self._emptied:
+            self._vanish[id(updated_node)] = updated_node
+        return updated_node
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
+        orelse = updated_node.orelse
+        if orelse is not None and id(orelse) in self._vanish:
+            if id(updated_node.body) in self._emptied and _pure(original_node.test):
+                self._vanish[id(updated_node)] = updated_node  # every branch is empty and the tests do nothing
+                return updated_node
+            updated_node = updated_node.with_changes(orelse=None)
+        elif orelse is None and id(updated_node.body) in self._emptied and _pure(original_node.test):
+            self._vanish[id(updated_node)] = updated_node
+            return updated_node
+        return self._left_empty(original_node, updated_node, "its condition")
+
+    def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.For:
+        return self._left_empty(original_node, updated_node, "the loop itself")
+
+    def leave_While(self, original_node: cst.While, updated_node: cst.While) -> cst.While:
+        return self._left_empty(original_node, updated_node, "the loop itself")
+
+    def _left_empty(self, original_node, updated_node, effects: str):
+        """A block that only wrapped tensors is `pass` now; what holds it may have effects, so it stays, reported."""
+        if id(updated_node.body) in self._emptied and not self.suppressed(original_node):
+            self.finding(
+                original_node,
+                f"this block only wrapped tensors in `Variable`, which does nothing today: it is `pass` now;"
+                f" delete it ({effects} may have effects, so it is not removed)",
+            )
+        return updated_node
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        if any(id(s) in self._vanish for s in updated_node.body):
+            body, left = self._drop_vanished(updated_node.body)
+            updated_node = updated_node.with_changes(body=body, footer=[*left, *updated_node.footer])
         for head in self._heads:
             target = self.imports.aliases.get(head)
             if target is None or head in self.imports.shadowed:
@@ -264,14 +418,92 @@ def _operand(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
-def _names(expr: cst.BaseExpression) -> tuple[str, ...] | None:
-    """`a` or `a, b` (with or without parentheses) as names; None for anything else."""
+def _reference(expr: cst.BaseExpression) -> str | None:
+    """A key for `a`, `a.b`, `a[0]`, `a['k']`, `a[i]` or a tuple of them (evaluating one has no
+    effect that assigning it back would repeat); None for anything else."""
     if isinstance(expr, cst.Name):
-        return (expr.value,)
-    if isinstance(expr, cst.Tuple) and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in expr.elements):
-        return tuple(e.value.value for e in expr.elements)
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        inner = _reference(expr.value)
+        return None if inner is None else f"{inner}.{expr.attr.value}"
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+        inner, index = _reference(expr.value), expr.slice[0].slice.value
+        if inner is None:
+            return None
+        if isinstance(index, (cst.Integer, cst.SimpleString)):
+            return f"{inner}[{index.value}]"
+        return None if _reference(index) is None else f"{inner}[{_reference(index)}]"
+    if isinstance(expr, (cst.Tuple, cst.List)) and expr.elements:
+        parts = [_reference(e.value) if isinstance(e, cst.Element) else None for e in expr.elements]
+        return None if None in parts else "(" + ", ".join(parts) + ")"
     return None
 
 
-def _has_comment(line: cst.SimpleStatementLine) -> bool:
-    return line.trailing_whitespace.comment is not None or any(e.comment for e in line.leading_lines)
+def _is_no_op(statement: cst.BaseSmallStatement) -> bool:
+    """`x = x`, `self.h = self.h`, `a, b = a, b`."""
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+        return False
+    key = _reference(statement.targets[0].target)
+    return key is not None and key == _reference(statement.value)
+
+
+def _without_no_ops(original: Sequence[cst.BaseSmallStatement], updated: Sequence[cst.BaseSmallStatement]):
+    """The small statements of a line without those this walk made no-ops (None: there are none).
+    A `x = x` the user wrote is theirs."""
+    kept = [u for o, u in zip(original, updated) if not _is_no_op(u) or _is_no_op(o)]
+    if len(kept) == len(updated):
+        return None
+    if kept:
+        kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+    return kept
+
+
+def _pure(test: cst.BaseExpression) -> bool:
+    """A condition whose evaluation has no effect: names, attributes, literals, and `not`/`and`/`or`/comparisons of those."""
+    if isinstance(test, (cst.Name, cst.Integer, cst.Float, cst.SimpleString)) or _reference(test) is not None:
+        return True
+    if isinstance(test, cst.UnaryOperation):
+        return _pure(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return _pure(test.left) and _pure(test.right)
+    if isinstance(test, cst.Comparison):
+        return _pure(test.left) and all(_pure(c.comparator) for c in test.comparisons)
+    return False
+
+
+class _Comments(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: list[cst.Comment] = []
+
+    def visit_Comment(self, node: cst.Comment) -> None:
+        self.found.append(node)
+
+
+def _comment_lines(statement: cst.BaseStatement) -> list[cst.EmptyLine]:
+    """What must stay of a statement that goes: its leading lines, then each comment in it on a line of its own."""
+    leading = list(statement.leading_lines)
+    finder = _Comments()
+    statement.visit(finder)
+    own = {id(line.comment) for line in leading if line.comment is not None}
+    return leading + [cst.EmptyLine(comment=c) for c in finder.found if id(c) not in own]
+
+
+class _TensorTypeNames(cst.CSTVisitor):
+    """Names and `self.` attributes assigned in the module, each with whether every value they
+    are given is a legacy tensor type (`Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`)."""
+
+    def __init__(self, codemod: VariableRemoval) -> None:
+        self.codemod = codemod
+        self.names: dict[str, bool] = {}
+
+    def _is_type(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.IfExp):
+            return self._is_type(expr.body) and self._is_type(expr.orelse)
+        return self.codemod.qualified_name(expr) in TENSOR_TYPES or dotted(expr) in self.names and self.names[dotted(expr)]
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            name = dotted(target.target)
+            if name is not None:
+                self.names[name] = self.names.get(name, True) and self._is_type(node.value)
+
