@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -236,6 +237,17 @@ class _PureCheck(cst.CSTVisitor):
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         return False
+
+
+# Words of a loader or dataset name that say it is for evaluation, not training.
+EVAL_WORDS = ("val", "test", "eval", "dev")
+
+
+def _evaluates(name: str | None) -> bool:
+    """`valid_loader`, `self.testloader`, `eval_set`: named for evaluation."""
+    last = (name or "").rsplit(".", 1)[-1].lower()
+    words = [w for w in re.split(r"[^a-z]+", last) if w]
+    return any(w.startswith(EVAL_WORDS) and not w.startswith("device") for w in words)
 
 
 def _is_main_guard(test: cst.BaseExpression) -> bool:
@@ -573,6 +585,8 @@ class DataParallelToDDP(MigrationCodemod):
             shuffle = loader.shuffle
             if shuffle is None or (isinstance(shuffle, cst.Name) and shuffle.value in {"False", "None"}):
                 continue  # not a training loader: every process reads all of it, as before
+            if _evaluates(loader.target) or _evaluates(dotted(bound["dataset"].arg.value) if "dataset" in bound else None):
+                continue  # a shuffled validation loader: sharding it would report one rank's share
             training.append(loader)
             why = self._cannot_shard(loader, bound)
             if why:
@@ -602,7 +616,7 @@ class DataParallelToDDP(MigrationCodemod):
             first = next(iter(self.dp_sites))
             self.finding(
                 first,
-                "no shuffled DataLoader is built in this file: under torchrun give the training "
+                "no shuffled training DataLoader is built in this file: under torchrun give the training "
                 "DataLoader `sampler=DistributedSampler(dataset)` (shuffle moved into the sampler) and call "
                 "`sampler.set_epoch(epoch)` each epoch, or every process trains on all the data",
             )
