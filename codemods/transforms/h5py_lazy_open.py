@@ -486,8 +486,9 @@ class H5pyLazyOpen(MigrationCodemod):
         blank = (cst.EmptyLine(indent=False), cst.EmptyLine(indent=False))
         helper[0] = helper[0].with_changes(leading_lines=blank if at else ())
         cls = body[at]
-        if sum(1 for line in cls.leading_lines if line.comment is None) < 2:
-            body[at] = cls.with_changes(leading_lines=(*blank, *cls.leading_lines))
+        blanks = sum(1 for line in cls.leading_lines if line.comment is None)
+        if blanks < 2:  # two blank lines between the helper and the class, not three
+            body[at] = cls.with_changes(leading_lines=(*blank[blanks:], *cls.leading_lines))
         return updated_node.with_changes(body=[*body[:at], *helper, *body[at:]])
 
 
