@@ -8,8 +8,12 @@ class a `Dataset`?). `collect_facts` reads every candidate file once, and the re
 from __future__ import annotations
 
 import ast
+import json
+import os
 from dataclasses import dataclass, field
-from typing import Iterable
+from functools import lru_cache
+from importlib import resources
+from typing import Iterable, Iterator
 
 from codemods.helpers.scan import ast_dotted as _dotted
 from codemods.helpers.scan import ast_statements as _statements
@@ -37,6 +41,9 @@ class RepoFacts:
     cuda_classes: frozenset[str] = field(default_factory=frozenset)
     """Names of classes anywhere in the repo that define their own `cuda` method (trainers,
     wrappers, data holders): where one exists, `x.cuda()` may not be torch's (TM101)."""
+    imported_names: frozenset[str] = field(default_factory=frozenset)
+    """Names that files get from other files of the repo: star imports of repo modules and
+    re-exports (`from mypkg.torch_utils import Variable`); see `imported_names_entries`."""
 
 
 def _imports(statements: list[ast.AST]) -> dict[str, str]:
@@ -71,6 +78,7 @@ class FileFacts:
     loaded: frozenset[str] = frozenset()
     attributes: frozenset[str] = frozenset()
     cuda_classes: frozenset[str] = frozenset()
+    top: TopNames | None = None  # what it binds at the top level (star imports, re-exports)
 
 
 def file_facts(text: str) -> FileFacts | None:
@@ -95,7 +103,8 @@ def file_facts(text: str) -> FileFacts | None:
     )
     attributes = _wrapped_attributes(tree, aliases) if parallel else set()
     cuda_classes = _cuda_classes(statements) if "cuda" in text else frozenset()
-    return FileFacts(tuple(bases), parallel, frozenset(loaded), frozenset(attributes), cuda_classes)
+    top = top_names(tree) if "import" in text else None
+    return FileFacts(tuple(bases), parallel, frozenset(loaded), frozenset(attributes), cuda_classes, top)
 
 
 def merge(parts: Iterable[tuple[str, FileFacts | None]]) -> RepoFacts:
@@ -105,9 +114,12 @@ def merge(parts: Iterable[tuple[str, FileFacts | None]]) -> RepoFacts:
     loaded: set[str] = set()
     attributes: set[str] = set()
     cuda_classes: set[str] = set()
+    tops: dict[str, TopNames] = {}
     for path, part in parts:
         if part is None:
             continue
+        if part.top is not None:
+            tops[os.path.abspath(path)] = part.top
         for name, named in part.bases:
             bases.setdefault(name, set()).update(named)
         if part.parallel:
@@ -122,6 +134,7 @@ def merge(parts: Iterable[tuple[str, FileFacts | None]]) -> RepoFacts:
         loader_classes=frozenset(loaded),
         wrapped_attributes=frozenset(attributes),
         cuda_classes=frozenset(_with_subclasses(cuda_classes, bases)),
+        imported_names=imported_names_entries(tops),
     )
 
 
@@ -212,3 +225,209 @@ def _closure(bases: dict[str, set[str]], is_root) -> set[str]:
                 found.add(name)
                 changed = True
     return found
+
+
+# -- names that arrive by a star import or a re-export (issue 15 §3) ------------------------------
+#
+# A module that does `from utils import *` (or `from mypkg.torch_utils import Variable`) gets
+# torch's names through another file of the repository. The first pass records what each file
+# binds at its top level and which repository modules it imports; `merge_imported_names` follows
+# those links (transitively, cycles cut) into `RepoFacts.imported_names`, which
+# helpers/names.py reads for one file (`FileNames`). Entries are strings, like every fact:
+#   "E\t<module path>\t<name>\t<qualified>\t<'*' if a star import sees it>"  what a module exports
+#   "S\t<file path>\t<module path>"                  the file star-imports that repository module
+#   "M\t<file path>\t<spelling>\t<module path>"      the file names that module `spelling`
+# Paths are absolute (os.path.abspath), so the engine's display paths and the first pass's agree.
+
+
+@dataclass(frozen=True)
+class TopNames:
+    """What one file binds at its top level, in source order: ("import", local, level, module,
+    name) for `from module import name as local` (name "" for `import module as local`),
+    ("star", level, module) and ("define", name); plus its literal `__all__`, if any."""
+
+    events: tuple[tuple, ...] = ()
+    all_names: tuple[str, ...] | None = None
+
+
+def top_names(tree: ast.Module) -> TopNames:
+    events: list[tuple] = []
+    all_names: tuple[str, ...] | None = None
+    for node in _top_level(tree.body):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    events.append(("import", a.asname, 0, a.name, ""))
+                else:
+                    head = a.name.split(".")[0]
+                    events.append(("import", head, 0, head, ""))
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if a.name == "*":
+                    events.append(("star", node.level, node.module or ""))
+                else:
+                    events.append(("import", a.asname or a.name, node.level, node.module or "", a.name))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            events.append(("define", node.name))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        if name.id == "__all__" and isinstance(node, ast.Assign):
+                            all_names = _literal_names(node.value)
+                        events.append(("define", name.id))
+    return TopNames(tuple(events), all_names)
+
+
+def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The module's statements outside functions and classes (inside if/try/with/for blocks too)."""
+    for node in body:
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            children = getattr(node, name, None)
+            if isinstance(children, list):
+                yield from _top_level(children)
+        for handler in getattr(node, "handlers", ()):
+            yield from _top_level(handler.body)
+
+
+def _literal_names(value: ast.AST) -> tuple[str, ...] | None:
+    if isinstance(value, (ast.List, ast.Tuple)) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts
+    ):
+        return tuple(e.value for e in value.elts)
+    return None
+
+
+_ROUNDS = 8  # import cycles settle in a round or two; a bound, in case one never does
+
+
+class _Modules:
+    """The repository's modules by path, and what each exports (followed through the repo)."""
+
+    def __init__(self, tops: dict[str, TopNames]) -> None:
+        self.tops = tops
+        self._exports: dict[str, dict[str, str | None]] = {}
+        self._open: set[str] = set()
+        self._previous: dict[str, dict[str, str | None]] = {}  # the last round's, for cycles
+
+    def settle(self, paths: Iterable[str]) -> None:
+        """Compute every module's exports; modules in an import cycle see each other's names
+        from the previous round until nothing changes (whatever the order of the files)."""
+        paths = sorted(paths)
+        for _ in range(_ROUNDS):
+            for path in paths:
+                self.exports(path)
+            if self._exports == self._previous:
+                return
+            self._previous, self._exports = self._exports, {}
+        self._exports = self._previous
+
+    def find(self, level: int, module: str, importer: str) -> str | None:
+        """The repository file `from <level dots><module> import ...` in `importer` names, if any:
+        relative to its package, else the nearest folder above it that holds the module."""
+        parts = [p for p in module.split(".") if p]
+        folder = os.path.dirname(importer)
+        if level:
+            for _ in range(level - 1):
+                folder = os.path.dirname(folder)
+            return self._file(folder, parts)
+        while True:
+            found = self._file(folder, parts)
+            if found is not None or os.path.dirname(folder) == folder:
+                return found
+            folder = os.path.dirname(folder)
+
+    def _file(self, folder: str, parts: list[str]) -> str | None:
+        base = os.path.join(folder, *parts)
+        for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+            if candidate in self.tops:
+                return candidate
+        return None
+
+    def exports(self, path: str) -> dict[str, str | None]:
+        """Every name the module binds at its top level -> the qualified name of what it is
+        outside the repository (None: the repository's own, or not known)."""
+        if path in self._exports:
+            return self._exports[path]
+        if path in self._open:
+            return self._previous.get(path, {})  # an import cycle: what it bound last round
+        self._open.add(path)
+        bound: dict[str, str | None] = {}
+        for event in self.tops[path].events:
+            if event[0] == "define":
+                bound[event[1]] = None
+            elif event[0] == "star":
+                bound.update(self.star(event[1], event[2], path))
+            else:
+                _, local, level, module, name = event
+                bound[local] = self.target(level, module, name, path)
+        self._open.discard(path)
+        self._exports[path] = bound
+        return bound
+
+    def star(self, level: int, module: str, importer: str) -> dict[str, str | None]:
+        """What `from <module> import *` binds in `importer`."""
+        found = self.find(level, module, importer)
+        if found is not None:
+            names = self.exports(found)
+            visible = self.tops[found].all_names
+            return {n: q for n, q in names.items() if (n in visible if visible is not None else not n.startswith("_"))}
+        if level == 0 and module in torch_star_exports():
+            return {n: f"{module}.{n}" for n in torch_star_exports()[module]}
+        return {}
+
+    def target(self, level: int, module: str, name: str, importer: str) -> str | None:
+        """What `from module import name` (or `import module`, name "") binds in `importer`."""
+        found = self.find(level, module, importer)
+        if found is None:
+            if level:
+                return None
+            return f"{module}.{name}" if name else module
+        if not name:
+            return None  # a repository module itself
+        return self.exports(found).get(name)
+
+
+def imported_names_entries(tops: dict[str, TopNames]) -> frozenset[str]:
+    """The `RepoFacts.imported_names` entries of a repository's files (their `top_names`)."""
+    modules = _Modules(tops)
+    entries: set[str] = set()
+    linked: set[str] = set()
+    for path, top in tops.items():
+        for event in top.events:
+            if event[0] == "star":
+                found = modules.find(event[1], event[2], path)
+                if found is not None:
+                    entries.add(f"S\t{path}\t{found}")
+                    linked.add(found)
+            elif event[0] == "import":
+                _, local, level, module, name = event
+                spelled = "." * level + module
+                found = modules.find(level, module, path)
+                if found is not None:
+                    entries.add(f"M\t{path}\t{spelled}\t{found}")
+                    linked.add(found)
+                sub = modules.find(level, f"{module}.{name}", path) if name else None
+                if sub is not None:  # `from pkg import mod`: a module of the package
+                    entries.add(f"M\t{path}\t{spelled + '.' if module else spelled}{name}\t{sub}")
+                    linked.add(sub)
+    modules.settle(linked)
+    for path in linked:
+        visible = tops[path].all_names
+        for name, qualified in modules.exports(path).items():
+            if qualified is not None:
+                star = "*" if (name in visible if visible is not None else not name.startswith("_")) else ""
+                entries.add(f"E\t{path}\t{name}\t{qualified}\t{star}")
+    return frozenset(entries)
+
+
+@lru_cache(maxsize=1)
+def torch_star_exports() -> dict[str, frozenset[str]]:
+    """What `from torch.X import *` binds, for the torch modules old code star-imports
+    (codemods/data/torch_star_exports.json, made by scripts/gen_star_exports.py)."""
+    table = json.loads(resources.files("codemods.data").joinpath("torch_star_exports.json").read_text())
+    return {module: frozenset(names) for module, names in table.items()}

@@ -10,11 +10,14 @@ local name to the dotted name it was imported as. A name that the module *also* 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import libcst as cst
 
-from codemods.helpers.scan import _BLOCKS
+from codemods.helpers.scan import _BLOCKS, FileNames
+
+if TYPE_CHECKING:
+    from codemods.helpers.context import FileContext
 
 
 def dotted(expr: cst.BaseExpression) -> str | None:
@@ -44,18 +47,25 @@ class Imports:
 
     aliases: dict[str, str] = field(default_factory=dict)
     shadowed: set[str] = field(default_factory=set)
+    names: FileNames = field(default_factory=FileNames)
+    """Star imports and re-exports of this file (helpers/scan.py), followed by `resolve`."""
 
     @classmethod
-    def of(cls, module: cst.Module) -> Imports:
+    def of(cls, module: cst.Module, file: FileContext | None = None) -> Imports:
+        """The module's imports; with its `file`, also the names its star imports of torch and
+        of repository modules bind and torch's names that repository modules re-export."""
         # Imports and defs are statements: walking statement bodies only (never into
         # expressions) gives what a full visit with _ImportCollector gives, at a fraction of
         # the cost; tests/test_engine_speed.py checks the two agree on real code.
         collector = _ImportCollector()
         walk_statements(module.body, collector)
-        return cls(collector.aliases, collector.defined)
+        names = FileNames.of(collector.stars, file.facts if file else None, file.path if file else None)
+        aliases = {**names.star_names(), **collector.aliases} if collector.stars else collector.aliases
+        return cls(aliases, collector.defined, names)
 
     def resolve(self, expr: cst.BaseExpression) -> str | None:
-        """The qualified name `expr` refers to, if its head is an import of this module."""
+        """The qualified name `expr` refers to, if its head is an import of this module (a name
+        a repository module re-exports resolves to what it re-exports)."""
         name = dotted(expr)
         if name is None:
             return None
@@ -65,7 +75,7 @@ class Imports:
         target = self.aliases.get(head)
         if target is None:
             return None
-        return f"{target}.{rest}" if rest else target
+        return self.names.reexported(f"{target}.{rest}" if rest else target)
 
     def local_name_for(self, qualified: str) -> str | None:
         """How this module can spell `qualified` with its existing imports (None if it cannot)."""
@@ -86,6 +96,7 @@ class _ImportCollector(cst.CSTVisitor):
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
         self.defined: set[str] = set()
+        self.stars: list[tuple[int, str]] = []  # (level, module) of each `from module import *`
         self._depth = 0
 
     def visit_Import(self, node: cst.Import) -> None:
@@ -101,11 +112,15 @@ class _ImportCollector(cst.CSTVisitor):
                 self.aliases.setdefault(head, head)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
-            return
-        module = dotted(node.module)
+        module = dotted(node.module) if node.module is not None else ""
         if module is None:
             return
+        if isinstance(node.names, cst.ImportStar):
+            self.stars.append((len(node.relative), module))
+            return
+        # A relative import is spelled with its dots (`.utils.Variable`): only the repository's
+        # facts can say what it is (FileNames.reexported).
+        prefix = "." * len(node.relative) + module
         for alias in node.names:
             name = dotted(alias.name)
             if name is None:
@@ -115,7 +130,7 @@ class _ImportCollector(cst.CSTVisitor):
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name)
                 else name
             )
-            self.aliases[local] = f"{module}.{name}"
+            self.aliases[local] = f"{prefix}.{name}" if module else prefix + name
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         if self._depth == 0:

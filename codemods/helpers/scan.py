@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import ast
 import bisect
+import os
 import re
 import warnings
 from collections import deque
+from functools import lru_cache
 from typing import Collection, Iterable, Iterator
 
 from codemods.helpers.patterns import Words
@@ -28,7 +30,7 @@ class Scan:
     imports bind. A codemod's `may_act` reads it to decline a file whose words are there but
     whose sites are not (`x.float()` is no `np.float`); `Sites` builds on it."""
 
-    def __init__(self, source: str, module: ast.Module) -> None:
+    def __init__(self, source: str, module: ast.Module, facts=None, path: str | None = None) -> None:
         self.source = source
         self.module = module
         self._starts = [0] + [m.end() for m in _NEWLINE.finditer(source)]
@@ -37,14 +39,18 @@ class Scan:
         self.aliases = [(node.lineno, node.end_lineno or node.lineno, bound) for node in self.imports if (bound := _bound(node))]
         self._hits: dict[str, list[int]] = {}
         self._targets: dict[str, set[str]] | None = None
+        stars = [(n.level, n.module or "") for n in self.imports if isinstance(n, ast.ImportFrom) and n.names[0].name == "*"]
+        self.names = FileNames.of(stars, facts, path) if stars or facts is not None else _NO_NAMES
 
     @classmethod
-    def of(cls, source: str) -> Scan | None:
-        """None when CPython cannot parse the text, or its lines could be counted differently."""
+    def of(cls, source: str, facts=None, path: str | None = None) -> Scan | None:
+        """None when CPython cannot parse the text, or its lines could be counted differently.
+        With the repo's facts and the file's path, `qualified` follows star imports of the
+        repository's modules and its re-exports too (torch's own star imports always)."""
         if "\r" in source.replace("\r\n", ""):
             return None  # a lone CR: CPython and our line count could disagree
         parsed = _ast(source)
-        return None if parsed is None else cls(source, parsed)
+        return None if parsed is None else cls(source, parsed, facts, path)
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self._starts, offset)
@@ -103,8 +109,15 @@ class Scan:
                 elif node.module and not node.level:
                     for a in node.names:
                         self._targets.setdefault(a.asname or a.name, set()).add(f"{node.module}.{a.name}")
+                elif node.level:  # spelled with its dots, as helpers/names.py does
+                    prefix = "." * node.level + (node.module or "")
+                    for a in node.names:
+                        target = f"{prefix}.{a.name}" if node.module else prefix + a.name
+                        self._targets.setdefault(a.asname or a.name, set()).add(target)
+            for name, target in self.names.star_names().items():
+                self._targets.setdefault(name, set()).add(target)
         head, _, rest = dotted.partition(".")
-        return {f"{target}.{rest}" if rest else target for target in self._targets.get(head, ())}
+        return {self.names.reexported(f"{target}.{rest}" if rest else target) for target in self._targets.get(head, ())}
 
 
 def ast_dotted(expr: ast.AST) -> str | None:
@@ -177,3 +190,81 @@ def _ast(source: str) -> ast.Module | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
+
+
+class FileNames:
+    """One file's names that another module gives it: what its star imports bind (torch's own
+    modules from a table, the repository's from the whole-repo facts) and torch's names that a
+    repository module it imports re-exports (`from mypkg.torch_utils import Variable`). Read by
+    `Imports` (libcst side) and `Scan.qualified` (ast side); empty without facts and a path."""
+
+    def __init__(self, stars: dict[str, str] | None = None, modules: dict[str, dict[str, str]] | None = None) -> None:
+        self._stars = stars or {}
+        self._modules = modules or {}  # how the file spells a repository module -> its exports
+
+    @classmethod
+    def of(cls, stars: Iterable[tuple[int, str]], facts=None, path: str | None = None) -> FileNames:
+        """For a file with these star imports ((level, module) each), at `path` in a repository
+        with these `RepoFacts`."""
+        from codemods.helpers.facts import torch_star_exports  # facts imports this module
+
+        names: dict[str, str] = {}
+        for level, module in stars:
+            if level == 0 and module in torch_star_exports():
+                names.update((n, f"{module}.{n}") for n in torch_star_exports()[module])
+        entries = facts.imported_names if facts is not None and path is not None else frozenset()
+        if not entries:
+            return cls(names) if names else _NO_NAMES
+        index = _index(entries)
+        here = os.path.abspath(path)
+        for module in index.stars.get(here, ()):
+            names.update(index.star_visible.get(module, {}))
+        spelled = {spelling: index.exports.get(module, {}) for spelling, module in index.spellings.get(here, {}).items()}
+        return cls(names, spelled)
+
+    def star_names(self) -> dict[str, str]:
+        return self._stars
+
+    def reexported(self, qualified: str) -> str:
+        """`qualified` with a repository module's re-export followed (`mypkg.torch_utils.Variable`
+        -> `torch.autograd.Variable`); as it is otherwise."""
+        if not self._modules:
+            return qualified
+        parts = qualified.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            exports = self._modules.get(".".join(parts[:cut]))
+            if exports is not None:
+                target = exports.get(parts[cut])
+                if target is None:
+                    return qualified
+                return ".".join([target, *parts[cut + 1 :]])
+        return qualified
+
+
+_NO_NAMES = FileNames()
+
+
+class _Index:
+    def __init__(self) -> None:
+        self.exports: dict[str, dict[str, str]] = {}
+        self.star_visible: dict[str, dict[str, str]] = {}
+        self.stars: dict[str, list[str]] = {}
+        self.spellings: dict[str, dict[str, str]] = {}
+
+
+@lru_cache(maxsize=4)
+def _index(entries: frozenset[str]) -> _Index:
+    """`RepoFacts.imported_names` by file (helpers/facts.py describes the entries)."""
+    index = _Index()
+    for entry in entries:
+        kind, *rest = entry.split("\t")
+        if kind == "E":
+            module, name, qualified, star = rest
+            index.exports.setdefault(module, {})[name] = qualified
+            if star:
+                index.star_visible.setdefault(module, {})[name] = qualified
+        elif kind == "S":
+            index.stars.setdefault(rest[0], []).append(rest[1])
+        elif kind == "M":
+            index.spellings.setdefault(rest[0], {})[rest[1]] = rest[2]
+    return index

@@ -1,0 +1,178 @@
+"""Names that arrive by a star import or a re-export (issue 15 §3): torch's own star imports
+(a checked-in table), and the repository's modules (`from utils import *`, `from .imports
+import *`, `from mypkg.torch_utils import Variable`) through the whole-repo facts."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from codemods import api, registry
+from codemods.helpers.context import FileContext
+from codemods.helpers.facts import collect_facts
+from codemods.helpers.names import Imports
+from codemods.helpers.scan import Scan
+
+ROOT = Path(__file__).resolve().parents[1]
+
+REPO = {
+    "utils.py": """
+        import collections
+        import numpy as np
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from torch.autograd import Variable
+        from helpers import *
+
+        def to_var(x):
+            return Variable(x)
+
+        _hidden = torch.zeros(1)
+    """,
+    "helpers.py": """
+        from utils import *  # a cycle: utils star-imports this module too
+        from torch.nn import DataParallel as DP
+
+        __all__ = ["DP", "Wrapped"]
+
+        class Wrapped(object):
+            pass
+    """,
+    "train.py": """
+        from utils import *
+
+
+        def step(model, x):
+            model = nn.DataParallel(model)
+            out = model(Variable(x))
+            return F.relu(out), DP, np.float, to_var, _hidden
+    """,
+    "mypkg/__init__.py": "",
+    "mypkg/torch_utils.py": """
+        from torch.autograd import Variable
+        from torch.nn import DataParallel
+    """,
+    "mypkg/models/__init__.py": "",
+    "mypkg/models/net.py": """
+        from ..torch_utils import Variable
+        from mypkg import torch_utils
+        import mypkg.torch_utils as tu
+        from mypkg.torch_utils import DataParallel as Wrap
+
+
+        def run(model, x):
+            return Wrap(model)(Variable(x)), torch_utils.Variable(x), tu.DataParallel(model)
+    """,
+    "pkg/__init__.py": "",
+    "pkg/imports.py": """
+        import torch
+        from torch.autograd import Variable
+    """,
+    "pkg/loop.py": """
+        from .imports import *
+
+
+        def loss_of(x):
+            return Variable(x, requires_grad=True)
+    """,
+}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    for name, text in REPO.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    return tmp_path
+
+
+def _facts(repo: Path):
+    return collect_facts((str(p), p.read_text()) for p in sorted(repo.rglob("*.py")))
+
+
+def _resolver(repo: Path, name: str):
+    """Both sides' resolution of a dotted expression in one file of the repo."""
+    path = repo / name
+    text, facts = path.read_text(), _facts(repo)
+    imports = Imports.of(cst.parse_module(text), FileContext(path=str(path), facts=facts))
+    scan = Scan.of(text, facts, str(path))
+
+    def resolve(expr: str) -> tuple[str | None, set[str]]:
+        return imports.resolve(cst.parse_expression(expr)), scan.qualified(ast.parse(expr, mode="eval").body)
+
+    return resolve
+
+
+def test_a_star_import_of_a_repository_module_binds_its_names_transitively(repo: Path) -> None:
+    resolve = _resolver(repo, "train.py")
+    assert resolve("nn.DataParallel") == ("torch.nn.DataParallel", {"torch.nn.DataParallel"})
+    assert resolve("Variable") == ("torch.autograd.Variable", {"torch.autograd.Variable"})
+    assert resolve("F.relu")[0] == "torch.nn.functional.relu"
+    assert resolve("np.float")[0] == "numpy.float"
+    assert resolve("collections.Mapping")[0] == "collections.Mapping"
+    assert resolve("DP")[0] == "torch.nn.DataParallel"  # through helpers' __all__, across the cycle
+    # The repository's own function and a private name are not torch's.
+    assert resolve("to_var") == (None, set()) and resolve("_hidden") == (None, set())
+
+
+def test_all_limits_what_a_star_import_binds(repo: Path) -> None:
+    (repo / "helpers.py").write_text('from torch.nn import DataParallel as DP\n__all__ = ["Wrapped"]\n')
+    assert _resolver(repo, "train.py")("DP") == (None, set())
+
+
+def test_a_relative_star_import_and_re_exports_resolve(repo: Path) -> None:
+    assert _resolver(repo, "pkg/loop.py")("Variable")[0] == "torch.autograd.Variable"
+    resolve = _resolver(repo, "mypkg/models/net.py")
+    for expr, qualified in [
+        ("Variable", "torch.autograd.Variable"),
+        ("Wrap", "torch.nn.DataParallel"),
+        ("torch_utils.Variable", "torch.autograd.Variable"),
+        ("tu.DataParallel", "torch.nn.DataParallel"),
+    ]:
+        assert resolve(expr) == (qualified, {qualified}), expr
+
+
+def test_a_module_the_repository_does_not_hold_is_not_guessed(repo: Path) -> None:
+    (repo / "other.py").write_text("from somewhere_else import *\n\nx = Variable(1)\n")
+    assert _resolver(repo, "other.py")("Variable") == (None, set())
+
+
+def test_torch_star_imports_resolve_without_the_repository() -> None:
+    source = "from torch.autograd import *\nfrom torch.nn import *\nimport torch\n\nm = DataParallel(Linear(2, 2))\ny = Variable(x)\n"
+    result = api.transform_source(source, [registry.get("TM002")])
+    assert "y = x\n" in result.code
+    scan = Scan.of(source)
+    assert scan.qualified(ast.parse("DataParallel", mode="eval").body) == {"torch.nn.DataParallel"}
+    # A look-alike: the module's own Variable shadows the star import.
+    own = "from torch.autograd import *\n\n\ndef Variable(x):\n    return [x]\n\n\ny = Variable(1)\n"
+    assert api.transform_source(own, [registry.get("TM002")]).code == own
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="needs the engine to hand the file to the resolver: Imports.of(tree, self.file) in"
+    " helpers/codemod.py, top_names for every file in api._file_facts, and the facts pass for the"
+    " codemods that resolve names (not this part's files)",
+)
+def test_migrate_removes_variable_that_arrived_by_a_star_import(repo: Path) -> None:
+    report = api.migrate([str(repo)], api.Options(mode="write", select=("TM002",), cache=False, use_config=False))
+    assert report.exit_code in (0, 1)
+    assert "out = model(x)" in (repo / "train.py").read_text()
+    # Where removing the call would leave a relative or re-exporting import unused, the output
+    # guard keeps the file as it is, with a finding: the file still compiles either way.
+    for name in ("pkg/loop.py", "mypkg/models/net.py"):
+        compile((repo / name).read_text(), name, "exec")
+
+
+def test_the_star_table_matches_the_installed_torch() -> None:
+    pytest.importorskip("torch")
+    check = subprocess.run([sys.executable, "scripts/gen_star_exports.py", "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
