@@ -80,6 +80,7 @@ class _Survey(cst.CSTVisitor):
         self.distributed: list[cst.Call] = []
         self.not_names: set[int] = set()
         self.methods: dict[tuple[int, str], cst.FunctionDef] = {}
+        self.functions: dict[str, cst.FunctionDef] = {}  # the module's own top-level functions
         self.loggers: set[str] = set()
         # a training entry point: `if __name__ == "__main__":` or top-level argument parsing,
         # with a backward pass and an optimizer step somewhere in the file
@@ -94,6 +95,8 @@ class _Survey(cst.CSTVisitor):
         klass = self.scopes[-1].klass
         if klass is not None and self.scopes[-1].func is None:
             self.methods[(id(klass), node.name.value)] = node
+        elif self._at_top():
+            self.functions[node.name.value] = node
         self.scopes.append(_Scope(node, klass))
         return True
 
@@ -331,6 +334,19 @@ def _self_calls(node: cst.CSTNode) -> set[str]:
         and isinstance(n.func.value, cst.Name)
         and n.func.value.value == "self"
     }
+
+
+def _binds(func: cst.FunctionDef, name: str) -> bool:
+    """`name` is a parameter of `func` or assigned in it (then it is not the global of that name)."""
+    params = func.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+    if any(p.name.value == name for p in every):
+        return True
+    return any(
+        isinstance(n, cst.AssignTarget) and isinstance(n.target, cst.Name) and n.target.value == name
+        for n in _nodes(func.body)
+    )
 
 
 def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
@@ -663,6 +679,14 @@ class DataParallelToDDP(MigrationCodemod):
         """The epoch loop names the loader, or (for `self.x`) calls a method of its class that does."""
         if _references(loop.body, target):
             return True
+        if "." not in target and scope.func is None:
+            # `for epoch in range(n): train(epoch)` where the module's `def train` reads the global loader
+            called = {n.func.value for n in _nodes(loop.body) if isinstance(n, cst.Call) and isinstance(n.func, cst.Name)}
+            return any(
+                _references(survey.functions[name].body, target) and not _binds(survey.functions[name], target)
+                for name in called
+                if name in survey.functions
+            )
         if not target.startswith("self.") or scope.klass is None:
             return False
         called = _self_calls(loop.body)
