@@ -63,6 +63,8 @@ GRAD_MODES = frozenset(
      "torch.autograd.no_grad", "torch.autograd.enable_grad", "torch.autograd.set_grad_enabled",
      "torch.autograd.grad_mode.no_grad"}
 )  # fmt: skip
+# Builtins a test may call without effects: `if not isinstance(x, Variable): x = Variable(x)` goes whole.
+PURE_BUILTINS = frozenset({"isinstance", "issubclass", "callable"})
 NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"})
 # Tensor methods that make a new tensor requiring no grad, whatever their receiver.
 NEW_TENSOR_METHODS = frozenset("detach new new_zeros new_ones new_empty new_full new_tensor".split())
@@ -459,7 +461,8 @@ def _without_no_ops(original: Sequence[cst.BaseSmallStatement], updated: Sequenc
 
 
 def _pure(test: cst.BaseExpression) -> bool:
-    """A condition whose evaluation has no effect: names, attributes, literals, and `not`/`and`/`or`/comparisons of those."""
+    """A condition whose evaluation has no effect: names, attributes, literals, `isinstance(...)`,
+    and `not`/`and`/`or`/comparisons of those."""
     if isinstance(test, (cst.Name, cst.Integer, cst.Float, cst.SimpleString)) or _reference(test) is not None:
         return True
     if isinstance(test, cst.UnaryOperation):
@@ -468,6 +471,8 @@ def _pure(test: cst.BaseExpression) -> bool:
         return _pure(test.left) and _pure(test.right)
     if isinstance(test, cst.Comparison):
         return _pure(test.left) and all(_pure(c.comparator) for c in test.comparisons)
+    if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value in PURE_BUILTINS:
+        return not A.has_star_args(test) and all(a.keyword is None and _pure(a.value) for a in test.args)
     return False
 
 
