@@ -106,3 +106,17 @@ def test_a_cuda_method_in_another_file_is_seen_repo_wide() -> None:
     assert [f.line for f in result.findings if f.kind == "finding"] == [6]  # batch: unknown; runner: the user's
     alone = transform_source(script, [registry.get("TM101")], path="train.py")
     assert "batch = batch.to(device)" in alone.code  # no class with its own cuda() anywhere: as before
+
+
+def test_a_class_local_to_a_function_makes_only_its_own_file_strict() -> None:
+    from codemods import registry
+    from codemods.api import transform_source
+    from codemods.helpers.facts import collect_facts
+
+    test = "def test_fake():\n    class Fake:\n        def cuda(self, device):\n            return self\n\n    Fake().cuda(0)\n    batch.cuda()\n"
+    other = "import torch\nbatch.cuda()\n"
+    facts = collect_facts([("test_util.py", test), ("train.py", other)])
+    assert not facts.cuda_classes  # no other file can make a Fake
+    assert "batch = batch.to(device)" in transform_source(other, [registry.get("TM101")], path="train.py", facts=facts).code
+    result = transform_source(test, [registry.get("TM101")], path="test_util.py", facts=facts)
+    assert not result.changed and [f.line for f in result.findings if f.kind == "finding"] == [7]

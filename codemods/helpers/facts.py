@@ -102,7 +102,7 @@ def file_facts(text: str) -> FileFacts | None:
         for node in ast.walk(tree)
     )
     attributes = _wrapped_attributes(tree, aliases) if parallel else set()
-    cuda_classes = _cuda_classes(statements) if "cuda" in text else frozenset()
+    cuda_classes = _cuda_classes(tree) if "cuda" in text else frozenset()
     top = top_names(tree) if "import" in text else None
     return FileFacts(tuple(bases), parallel, frozenset(loaded), frozenset(attributes), cuda_classes, top)
 
@@ -190,17 +190,26 @@ def _wrapped_attributes(tree: ast.Module, aliases: dict[str, str]) -> set[str]:
     return found
 
 
-def _cuda_classes(statements: list[ast.AST]) -> frozenset[str]:
-    """Classes whose own body defines `cuda` (a method, or a name bound in the class body)."""
+def _cuda_classes(tree: ast.Module) -> frozenset[str]:
+    """Importable classes (not those local to a function, which no other file can make) whose own
+    body defines `cuda` (a method, or a name bound in the class body)."""
     found = set()
-    for node in statements:
-        if isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "cuda":
-                    found.add(node.name)
-                elif isinstance(item, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "cuda" for t in item.targets):
-                    found.add(node.name)
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if isinstance(node, ast.ClassDef) and any(_binds_cuda(item) for item in node.body):
+            found.add(node.name)
+        for name in ("body", "orelse", "finalbody", "handlers"):
+            pending.extend(getattr(node, name, None) or [])
     return frozenset(found)
+
+
+def _binds_cuda(statement: ast.stmt) -> bool:
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return statement.name == "cuda"
+    return isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "cuda" for t in statement.targets)
 
 
 def _with_subclasses(direct: set[str], bases: dict[str, set[str]]) -> set[str]:

@@ -157,6 +157,9 @@ class CudaToDevice(DeviceCodemod):
         collector = _ClassCollector()
         walk_statements(node.body, collector)  # classes, defs and assignments are statements
         self.classes = collector.classes
+        # Some class with its own cuda(): importable ones anywhere in the repo (the first pass), or
+        # any class of this file (one local to a function too).
+        self._cuda_look_alikes = bool(self.file.facts.cuda_classes) or any(c.defines_cuda for c in self.classes.values())
         self._bare: set[int] = set()  # ids of calls that are a whole expression statement
         self._rebind: dict[int, cst.BaseExpression] = {}  # accepted bare calls -> assignment target
         self._handled: set[int] = set()  # legacy-type references in a position rewritten elsewhere
@@ -397,7 +400,7 @@ class CudaToDevice(DeviceCodemod):
         device_arg = bound.get("device")
         if device_arg is not None and A.literal(device_arg.arg.value) is not None:
             return updated  # explicit index: TM904 reports it
-        if self.file.facts.cuda_classes and not self._provably_torch(receiver):
+        if self._cuda_look_alikes and not self._provably_torch(receiver):
             # Some class of this repository has its own cuda(): only a receiver known to be a
             # tensor or a module is torch's; `.to(device)` on the user's object would break it.
             self.finding(
