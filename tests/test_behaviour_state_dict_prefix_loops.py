@@ -46,3 +46,17 @@ def test_migrated_strip_gives_the_original_keys(function: str) -> None:
     if function in GUARDED:  # the originals leave a plain checkpoint as it is; so does the call
         _same(after[function](dict(plain)), before[function](dict(plain)))
         _same(after[function](dict(plain)), plain)
+
+
+def test_strip_over_a_copy_of_the_keys_loads_both_checkpoints() -> None:
+    migrated = migrate(SOURCE, "TM104")
+    assert "all_keys" not in migrated
+    before, after = _namespace(SOURCE), _namespace(migrated)
+    for checkpoint in _checkpoints():
+        results = []
+        for namespace in (before, after):
+            torch.manual_seed(1)
+            net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+            namespace["over_a_key_copy"](net, dict(checkpoint))
+            results.append(net.state_dict())
+        _same(results[1], results[0])

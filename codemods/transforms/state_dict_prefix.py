@@ -435,7 +435,9 @@ class StateDictPrefix(MigrationCodemod):
             nxt = original[i + 1] if i + 1 < len(original) else None
             replaced = None
             if nxt is not None:
-                replaced = self._loop(orig, nxt, updated[i], updated[i + 1], original[i + 2 :])
+                replaced = self._loop(orig, nxt, updated[i], updated[i + 1], original[i + 2 :]) or self._in_place_copy(
+                    orig, nxt, updated[i], updated[i + 1], original[i + 2 :]
+                )
                 if replaced is not None:
                     out.extend(replaced)
                     i += 2
@@ -476,17 +478,28 @@ class StateDictPrefix(MigrationCodemod):
             return None
         return [first, second]
 
-    def _in_place(self, orig, new, rest) -> list | None:
-        """`for k in list(sd.keys()): if k.startswith("module."): sd[k[7:]] = sd.pop(k)`."""
-        found = in_place_strip(orig, self.repo_wraps)
+    def _in_place(self, orig, new, rest, copy=None) -> list | None:
+        """`for k in list(sd.keys()): if k.startswith("module."): sd[k[7:]] = sd.pop(k)`; with
+        `copy`, the loop runs over a name that the statement before it filled with sd's keys."""
+        found = in_place_strip(orig, self.repo_wraps, copy)
         if found is None:
             return None
         source, loop_names = found
-        if any(_uses(stmt, loop_names) for stmt in rest):
+        if any(_uses(stmt, loop_names | ({copy[0]} if copy else set())) for stmt in rest):
             return None  # the loop variables are read afterwards: not exactly the idiom
         line = self._consume(_code(source)).with_changes(leading_lines=new.leading_lines)
         result = self.rewrite(orig, new, line)
         return None if result is new else [line]
+
+    def _in_place_copy(self, init, loop, new_init, new_loop, rest) -> list | None:
+        """`all_keys = {k for k in sd.keys()}` then the in-place loop over `all_keys`."""
+        copy = keys_copy(init)
+        if copy is None:
+            return None
+        replaced = self._in_place(loop, new_loop, rest, copy)
+        if replaced is None:
+            return None
+        return [replaced[0].with_changes(leading_lines=[*new_init.leading_lines, *replaced[0].leading_lines])]
 
     def _comprehension(self, orig, new) -> list | None:
         found = strip_comprehension(orig, self.qualified_name, self.repo_wraps)
@@ -868,29 +881,55 @@ class _StateDictCalls(cst.CSTVisitor):
 # -- `module.` strips written against the keys themselves ----------------------------------------
 
 
-def _key_loop(loop: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
-    """(key, S) for `for k in list(S)` / `for k in list(S.keys())` (or `tuple(...)`): a loop that
-    may change S as it goes."""
+def _key_loop(loop: cst.CSTNode, copy: tuple[str, cst.BaseExpression] | None = None):
+    """(key, S) for `for k in list(S)` / `for k in list(S.keys())` (or `tuple(...)`), or for
+    `for k in N` where `copy` says N holds a copy of S's keys: a loop that may change S as it goes."""
     if not isinstance(loop, cst.For) or loop.orelse is not None or loop.asynchronous is not None:
         return None
-    it = loop.iter
-    if not (
-        isinstance(loop.target, cst.Name)
-        and isinstance(loop.body, cst.IndentedBlock)
-        and isinstance(it, cst.Call)
-        and isinstance(it.func, cst.Name)
-        and it.func.value in {"list", "tuple"}
-        and len(it.args) == 1
-        and it.args[0].keyword is None
-        and not it.args[0].star
-    ):
+    if not (isinstance(loop.target, cst.Name) and isinstance(loop.body, cst.IndentedBlock)):
         return None
-    source = it.args[0].value
+    if copy is not None:
+        named = isinstance(loop.iter, cst.Name) and loop.iter.value == copy[0]
+        return (loop.target.value, copy[1]) if named else None
+    source = _copied_keys(loop.iter, {"list", "tuple"})
+    return None if source is None else (loop.target.value, source)
+
+
+def _copied_keys(expr: cst.BaseExpression, copies: set[str]) -> cst.BaseExpression | None:
+    """S for `list(S)` / `list(S.keys())` (the calls in `copies`) and `{k for k in S.keys()}` /
+    `[k for k in S]`: a new collection of S's keys, S a plain or dotted name."""
+    if isinstance(expr, (cst.SetComp, cst.ListComp)):
+        comp = expr.for_in
+        if comp.ifs or comp.inner_for_in is not None or comp.asynchronous is not None:
+            return None
+        if not (isinstance(comp.target, cst.Name) and isinstance(expr.elt, cst.Name)):
+            return None
+        if comp.target.value != expr.elt.value:
+            return None
+        source = comp.iter
+    elif (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Name)
+        and expr.func.value in copies
+        and len(expr.args) == 1
+        and expr.args[0].keyword is None
+        and not expr.args[0].star
+    ):
+        source = expr.args[0].value
+    else:
+        return None
     if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) and source.func.attr.value == "keys":
         source = source.func.value if not source.args else None
-    if source is None or dotted(source) is None:
+    return source if source is not None and dotted(source) is not None else None
+
+
+def keys_copy(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
+    """(N, S) for `N = {k for k in S.keys()}` / `N = list(S.keys())` / `N = set(S)` and the like."""
+    small = _single(stmt)
+    if not isinstance(small, cst.Assign) or len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
         return None
-    return loop.target.value, source
+    source = _copied_keys(small.value, {"list", "tuple", "set", "sorted"})
+    return None if source is None else (small.targets[0].target.value, source)
 
 
 def _store(stmt: cst.CSTNode) -> tuple[cst.BaseExpression, cst.BaseExpression, cst.BaseExpression] | None:
@@ -925,11 +964,13 @@ def _is_key_of(expr: cst.BaseExpression, source: cst.BaseExpression, key: str, m
     )
 
 
-def in_place_strip(loop: cst.CSTNode, generic: bool = False) -> tuple[cst.BaseExpression, set[str]] | None:
+def in_place_strip(
+    loop: cst.CSTNode, generic: bool = False, copy: tuple[str, cst.BaseExpression] | None = None
+) -> tuple[cst.BaseExpression, set[str]] | None:
     """(S, loop names) when `loop` renames S's keys in place, exactly a prefix strip:
     `S[strip(k)] = S.pop(k)`, `v = S.pop(k); S[strip(k)] = v` or `S[strip(k)] = S[k]; del S[k]`,
     alone or under `if k.startswith("module."):`."""
-    found = _key_loop(loop)
+    found = _key_loop(loop, copy)
     if found is None:
         return None
     key, source = found
