@@ -27,7 +27,10 @@ def step(seed, n):
     valid = Variable(Tensor(n, 1).fill_(1.0), requires_grad=False)
     one_hot = Variable(torch.zeros(n, 10).scatter_(1, index, 1))
     z = Variable(Tensor(n, 4).normal_(), requires_grad=True)
-    return [(t, t.requires_grad, t.is_leaf) for t in (valid, one_hot, z)]
+    p = torch.full((n,), 0.5, requires_grad=True)
+    coin = Variable(torch.bernoulli(p.data))
+    support = Variable(torch.stack([torch.Tensor([t]).expand(n) for t in (0, 1)]))
+    return [(t, t.requires_grad, t.is_leaf) for t in (valid, one_hot, z, coin, support)]
 """
 
 LEFTOVERS = """

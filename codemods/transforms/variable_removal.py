@@ -48,8 +48,14 @@ FACTORIES = TENSOR_TYPES | frozenset(
     for name in (
         "tensor zeros ones empty full rand randn randint randperm arange range linspace logspace eye"
         " from_numpy zeros_like ones_like empty_like full_like rand_like randn_like randint_like"
+        " multinomial"  # indices: they never require grad
     ).split()
 )
+# Functions of tensors that are fresh when every tensor they are given is (`torch.bernoulli(p)`
+# requires grad when `p` does; `torch.bernoulli(p.data)` does not).
+OF_FRESH = frozenset({"torch.bernoulli", "torch.poisson", "torch.sigmoid", "torch.exp", "torch.log", "torch.abs"})
+# Joins of tensors: fresh when every tensor joined is.
+JOINS = frozenset({"torch.stack", "torch.cat"})
 # Methods whose tensor arguments are indices or masks (which never carry a graph), with the
 # position and keyword of the one argument that can (None: no such argument).
 INDEXING_METHODS = {
@@ -121,7 +127,8 @@ class VariableRemoval(MigrationCodemod):
     class called `Variable` is never touched. A call of a name bound only to legacy tensor types
     (`Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`) is a fresh tensor, and so is
     a fresh tensor filled in place from numbers (`Tensor(n, 1).fill_(1.0)`, `torch.zeros(n, k)
-    .scatter_(1, index, 1)`): no `.detach()` there.
+    .scatter_(1, index, 1)`), and a `torch.stack`/`torch.cat`/`torch.bernoulli` of fresh tensors
+    only: no `.detach()` there.
 
     Nothing is left behind: `x = Variable(x)` (also `self.h = Variable(self.h)`, `a, b = ...`)
     vanishes, its comments kept on lines of their own; a `with torch.no_grad():` (or other grad
@@ -264,6 +271,10 @@ class VariableRemoval(MigrationCodemod):
         if dotted(data.func) in self._tensor_types:
             return "fresh"
         name = self.qualified_name(data.func)
+        if name in JOINS and data.args and self._all_fresh(data.args[0].value):
+            return "fresh"  # `torch.stack([torch.Tensor([t]) for t in (0, 1)])`
+        if name in OF_FRESH and self._adds_no_graph("", data):
+            return "fresh"
         if name is not None:
             return "fresh" if name in FACTORIES else "computed"
         if isinstance(data.func, cst.Attribute):
@@ -277,6 +288,16 @@ class VariableRemoval(MigrationCodemod):
             if self._origin(receiver) == "fresh" and self._adds_no_graph(method, data):
                 return "fresh"  # `torch.zeros(n, k).scatter_(1, index, 1)`, `Tensor(n).add_(0.5)`
         return "computed"
+
+    def _all_fresh(self, tensors: cst.BaseExpression) -> bool:
+        """Whether a list/tuple display or comprehension holds only fresh tensors."""
+        if isinstance(tensors, (cst.List, cst.Tuple)):
+            return bool(tensors.elements) and all(
+                isinstance(e, cst.Element) and self._origin(e.value) == "fresh" for e in tensors.elements
+            )
+        if isinstance(tensors, (cst.ListComp, cst.GeneratorExp)):
+            return self._origin(tensors.elt) == "fresh"
+        return False
 
     def _adds_no_graph(self, method: str, call: cst.Call) -> bool:
         """Whether `fresh.method(...)` can take a graph from its arguments: not when each argument
