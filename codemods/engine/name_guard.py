@@ -16,9 +16,9 @@ not counts (old code is full of pyflakes messages that are none of our business)
 When the output has one, the pipeline is replayed one codemod at a time to find the codemod
 whose output first had it (and kept it to the end); that codemod's change to this file is
 dropped (the pipeline runs again without it, so the file gets what the other codemods make of
-it, or stays as it is) and a finding names the codemod and the reason. Cost: two pyflakes runs
-per changed file (the replay only when something is caught, about one rewrite in 50 on code
-nobody here had seen).
+it, or stays as it is) and a finding names the codemod and the reason. Cost: one pyflakes run
+per changed file when its output has no message of these kinds (most: 71 of 76 changed files of
+five corpus projects), two otherwise; the replay only when something is caught.
 
 pyflakes is imported on first use: start-up and files nothing rewrote never pay for it.
 """
@@ -62,6 +62,7 @@ _REASONS = {
     "duplicate-import": "`{}` imported or defined a second time while the first is unused",
     "bad-to-call": "a `.to()` call with {}, which neither Tensor.to nor Module.to takes (TypeError)",
 }
+
 
 @dataclass(frozen=True)
 class Breakage:
