@@ -340,3 +340,19 @@ def test_a_notebook_cell_is_checked_as_the_engine_assembles_the_cells(tmp_path: 
     report = migrate([str(tmp_path)], Options(select=("TM095",), use_config=False, jobs=1, cache=False))
     assert report.rewrites == {"TM095": 2} and not report.findings
     assert 'x.to(\\"cuda\\", non_blocking=True)' in target.read_text()
+
+
+def test_a_repair_made_before_parsing_stays_when_a_later_codemod_is_dropped() -> None:
+    source = "import torch\n\n\ndef f(x):\n    y = x.cuda(async=True)\n    return y.cuda()\n"
+    result = transform_source(source, [registry.get("TM000"), FAULTS["TM091"]])
+    assert result.rewrites == {"TM000": 1} and "x.cuda(non_blocking=True)" in result.code and "device" not in result.code
+    assert [f.code for f in _guard_findings(result)] == ["TM091"]
+
+
+def test_a_codemod_that_breaks_code_on_purpose_can_opt_out() -> None:
+    class OnPurpose(UndefinedDevice):
+        NAME_GUARD = False  # what tests/faults.py's TM099 needs: verify's tests want the breakage
+
+    on_purpose = registry.Spec("TM091", "guard-on-purpose", OnPurpose, registry.Safety.SAFE, (r"\bcuda\b",))
+    result = transform_source("y = x.cuda()\n", [on_purpose])
+    assert result.code == "y = x.to(device)\n" and not _guard_findings(result)
