@@ -100,3 +100,49 @@ def test_plain_run_keeps_dataparallel_on_several_gpus(gpus: int, monkeypatch) ->
     assert not torch.distributed.is_initialized()
     assert new_loss == old_loss
     assert new_kind == ("DataParallel" if gpus > 1 else "Linear") and old_kind == "DataParallel"
+
+
+CONDITIONAL = """
+import argparse
+
+import torch
+import torch.nn as nn
+
+
+def main(n_gpu):
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1)
+    if n_gpu > 1:
+        model = nn.DataParallel(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(8, 3), torch.randn(8, 1)
+    nn.functional.mse_loss(model(x), y).backward()
+    optimizer.step()
+    return type(model).__name__
+
+
+if __name__ == "__main__":
+    main(argparse.ArgumentParser().parse_args().n_gpu)
+"""
+
+
+@pytest.mark.parametrize("n_gpu", [0, 1, 2])
+def test_a_hoisted_wrap_keeps_its_condition_in_a_plain_run(n_gpu: int, monkeypatch) -> None:
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    new = migrate(CONDITIONAL, "TM103")
+    assert "model = ddp_wrap(model, data_parallel=n_gpu > 1)" in new  # out of the if: torchrun wraps on every rank
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)  # several GPUs visible, whatever n_gpu says
+    assert run(new, "main", n_gpu) == run(CONDITIONAL, "main", n_gpu)
+
+
+def test_every_generated_helper_carries_the_marker_on_one_line() -> None:
+    """A later run (and TM104) knows a helper by the marker in its docstring: wrapping the
+    docstring must never split it."""
+    import ast
+
+    from codemods.helpers import ddp
+
+    for name, source in ddp._SOURCES.items():
+        func = ast.parse(source).body[0]
+        assert ddp.MARKER in ast.get_docstring(func, clean=False), name

@@ -336,6 +336,24 @@ def _self_calls(node: cst.CSTNode) -> set[str]:
     }
 
 
+def _with_condition(call: cst.Call, test: cst.BaseExpression) -> cst.Call:
+    """`ddp_wrap(m, ...)` -> `ddp_wrap(m, data_parallel=<test>, ...)`: in a plain run the model is
+    wrapped in DataParallel exactly when the original's condition holds."""
+    args = list(call.args)
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    last = args[-1].comma if len(args) == 1 else comma  # `ddp_wrap(m)`: nothing follows the new one
+    arg = A.as_keyword(cst.Arg(test.with_changes(lpar=[], rpar=[]), comma=last), "data_parallel")
+    return call.with_changes(args=[args[0].with_changes(comma=comma), arg, *args[1:]])
+
+
+def _keep_condition(stmt: cst.BaseStatement, test: cst.BaseExpression) -> cst.BaseStatement:
+    """The moved `x = ddp_wrap(m)` line, its wrap given the condition it was under."""
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    if not (isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and dotted(small.value.func) == "ddp_wrap"):
+        return stmt
+    return stmt.with_changes(body=[small.with_changes(value=_with_condition(small.value, test))])
+
+
 def _binds(func: cst.FunctionDef, name: str) -> bool:
     """`name` is a parameter of `func` or assigned in it (then it is not the global of that name)."""
     params = func.params
@@ -924,9 +942,12 @@ class DataParallelToDDP(MigrationCodemod):
         if len(body) != len(original_node.body.body):
             return updated_node
         indices = self.moved_ifs[original_node]
-        moved = [body[i].with_changes(leading_lines=[]) for i in indices]
+        moved = [_keep_condition(body[i], updated_node.test).with_changes(leading_lines=[]) for i in indices]
         kept = [s for i, s in enumerate(body) if i not in indices]
-        review = "the wrap no longer depends on the GPU count: under torchrun every process must wrap"
+        review = (
+            "the wrap no longer sits under the GPU test: under torchrun every process must wrap; a plain run "
+            "still uses DataParallel exactly when the test holds (data_parallel=)"
+        )
         if not kept:
             moved[0] = moved[0].with_changes(leading_lines=updated_node.leading_lines)
             return self.rewrite(original_node, updated_node, cst.FlattenSentinel(moved), review=review)
@@ -956,8 +977,9 @@ class DataParallelToDDP(MigrationCodemod):
         return self.rewrite(
             original_node,
             updated_node,
-            body.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar),
-            review="the wrap no longer depends on the GPU count: under torchrun every process must wrap",
+            _with_condition(body, updated_node.test).with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar),
+            review="the wrap no longer sits under the GPU test: under torchrun every process must wrap; a plain "
+            "run still uses DataParallel exactly when the test holds (data_parallel=)",
         )
 
     def _merge(self, body: list) -> list:
