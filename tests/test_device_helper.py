@@ -56,17 +56,21 @@ def test_definition_goes_after_docstring_future_and_imports() -> None:
 
 
 def test_the_name_is_configurable() -> None:
-    source = "import torch\nx = torch.ones(1).cuda()\nstate = torch.load('a.pt')\n"
+    source = "import torch\nx = torch.ones(1).cuda()\ny = torch.zeros(1).cuda()\n"
     file = FileContext(device_name="dev")
-    out = run_pipeline(source, [registry.get("TM101"), registry.get("TM102")], file).code
+    out = run_pipeline(source, [registry.get("TM101")], file).code
     assert 'dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in out
-    assert "x = torch.ones(1).to(dev)" in out and "map_location=dev" in out
-    assert out.count("torch.device(") == 1  # defined once, reused by TM102
+    assert "x = torch.ones(1).to(dev)" in out and "y = torch.zeros(1).to(dev)" in out
+    assert out.count("torch.device(") == 1  # defined once, reused by every site
 
 
-def test_only_tm102_defines_it_the_same_way() -> None:
-    out = run_pipeline("import torch\nm = torch.load('a.pt')\n", [registry.get("TM102")]).code
-    assert 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")' in out
+def test_tm102_needs_no_device_and_keeps_a_load_where_it_was_saved_on_cuda() -> None:
+    # A load that does not feed load_state_dict keeps its behaviour on a CUDA machine (None) and
+    # only gains the CPU fallback; it defines no `device`, after TM101 or alone.
+    for specs in (["TM102"], ["TM101", "TM102"]):
+        out = run_pipeline("import torch\nm = torch.load('a.pt')\n", [registry.get(c) for c in specs]).code
+        assert "torch.load('a.pt', map_location=None if torch.cuda.is_available() else \"cpu\")" in out
+        assert "device = " not in out
 
 
 def test_a_suppressed_site_defines_nothing() -> None:

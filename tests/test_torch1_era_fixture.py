@@ -120,7 +120,9 @@ def test_the_migration_makes_exactly_the_expected_rewrites(copies):
     assert "return laplacian.symeig(eigenvectors=True)" in spectral
 
     checkpoint = (root / "oldnet/checkpoint.py").read_text()
-    assert re.search(r"checkpoint = torch\.load\(path, .*weights_only=True\)", checkpoint)
+    # What the matching torch.save writes comes partly from its caller (epoch, best_loss): not
+    # provably plain, so TM301 keeps full unpickling (False, with its security finding).
+    assert re.search(r"checkpoint = torch\.load\(path, .*weights_only=False\)", checkpoint)
 
     # Nothing else changes: the tests, the model and the probe are as bundled.
     bundled = PROJECTS / NAME
