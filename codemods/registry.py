@@ -166,11 +166,11 @@ PIPELINE: tuple[Spec, ...] = (
         summary="x.cuda() -> x.to(device); torch.cuda.FloatTensor(n) -> torch.empty(n, dtype=..., device=device)",
         gate=cuda_to_device.GATE,
     ),
-    # after TM101: reuses the `device` TM101 defined (or defines it the same way)
+    # after TM101: a load it rewrote to `.to(device)` first (`torch.load(f).cuda()`) keeps that move
     Spec(
         "TM102", "load-map-location", "codemods.transforms.load_map_location:LoadMapLocation", Safety.REVIEW,
         load_map_location.triggers(),
-        summary="torch.load(f) -> torch.load(f, map_location=device)",
+        summary='torch.load(f) -> torch.load(f, map_location="cpu") for state dicts, else the CPU fallback only',
         gate=load_map_location.GATE,
     ),
     # after TM101/TM102: their `.to(device)` is what TM103 moves inside the wrap; DDP must see the
