@@ -21,7 +21,11 @@ Beside the corpus (issue 18; `--no-corpus` measures only these):
      the clean file; each a fresh process, `--startup-repeat` times, interleaved; medians;
   7. small repositories (`--small`, default: a few corpus projects of 2,700-7,800 lines, and
      fixtures/projects/): `run --diff` cold against the libcst parse floor of the same files,
-     both --jobs 1, side by side; the ratio of their medians per project (target < 1.5).
+     both --jobs 1, side by side; the ratio of their medians per project (target < 1.5), in wall
+     and in CPU seconds, each measured both as this environment runs Python (here
+     PYTHONDONTWRITEBYTECODE=1: our modules compiled from source at every run) and with bytecode
+     for every module (as an installed package has it). `--baseline DIR` adds another checkout's
+     run (e.g. `git worktree add DIR HEAD~1`), interleaved, for a before/after in one session.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -71,7 +76,9 @@ def _tree_rss(pid: int) -> int:
 
 
 def measure(command: list[str], env: dict | None = None, ok_codes=(0, 1, 2, 3)) -> dict:
-    """Wall seconds and peak RSS (MB) of the process tree of `command`."""
+    """Wall seconds, CPU seconds (user + system, of every process of the tree that was waited
+    for) and peak RSS (MB) of the process tree of `command`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = 0
@@ -87,11 +94,13 @@ def measure(command: list[str], env: dict | None = None, ok_codes=(0, 1, 2, 3)) 
     sampler.start()
     _, stderr = proc.communicate()
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     done.set()
     sampler.join()
     if proc.returncode not in ok_codes:
         raise RuntimeError(f"{' '.join(command[:4])}... exited {proc.returncode}: {stderr.decode()[-2000:]}")
-    return {"wall": wall, "rss_mb": peak / 2**20}
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return {"wall": wall, "cpu": cpu, "rss_mb": peak / 2**20}
 
 
 # -- the floor: libcst parse only ----------------------------------------------------------------
@@ -177,25 +186,68 @@ def startup(scratch: Path, env: dict, repeat: int, ruff: Path | None) -> dict[st
     return _medians(commands, repeat, "start-up")
 
 
-def small_repositories(targets: dict[str, Path], scratch: Path, env: dict, repeat: int) -> dict[str, dict]:
-    """Per project: `run --diff` cold at --jobs 1 against the libcst parse floor of its files."""
+def small_repositories(
+    targets: dict[str, Path], scratch: Path, env: dict, repeat: int, baseline: Path | None = None
+) -> dict[str, dict]:
+    """Per project: `run --diff` cold at --jobs 1 against the libcst parse floor of its files.
+
+    Both are measured twice, interleaved: as this environment runs them ("source": with
+    PYTHONDONTWRITEBYTECODE=1, as this container sets it, every run compiles torch-migrate's
+    modules, and the floor its own script, from source; libcst's bytecode came with its wheel) and
+    with bytecode for everything ("bytecode": a PYTHONPYCACHEPREFIX written by one run of each
+    first, as an installed package has). Wall and CPU seconds (user + system), medians. With
+    `baseline` (another checkout), its `run --diff` too, interleaved with these ("base")."""
+    source_env = dict(env)
+    bytecode_env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    bytecode_env["PYTHONPYCACHEPREFIX"] = str(scratch / "pycache")
+    modes = {"source": source_env, "bytecode": bytecode_env}
+    floor_script = str(Path(__file__).resolve())
     out = {}
     for name, root in targets.items():
         files = corpus.python_files(root)
         listing = scratch / f"small-{name.replace('/', '-')}.txt"
         listing.write_text("\n".join(str(p) for p in files))
-        runs = {"run": [], "floor": []}
+
+        def commands(mode_env: dict, cache: Path) -> dict[str, tuple[list[str], dict]]:
+            run = [sys.executable, "-m", "codemods", "run", str(root), "--diff", "--no-config", "-j", "1",
+                   "--format", "json", "-o", str(scratch / "small-report.json")]  # fmt: skip
+            floor = [sys.executable, floor_script, "--_parse-floor", str(listing), "1"]
+            out = {"run": (run, {**mode_env, "TORCH_MIGRATE_CACHE_DIR": str(cache)}), "floor": (floor, mode_env)}
+            if baseline is not None:
+                out["base"] = (run, {**out["run"][1], "PYTHONPATH": str(baseline)})
+            return out
+
+        for command, command_env in commands(bytecode_env, scratch / "small-cache-warmup").values():
+            measure(command, command_env)  # writes the bytecode the "bytecode" runs read
+        shutil.rmtree(scratch / "small-cache-warmup", ignore_errors=True)
+        kinds = ("run", "floor", "base") if baseline is not None else ("run", "floor")
+        runs: dict[str, dict[str, list[dict]]] = {mode: {kind: [] for kind in kinds} for mode in modes}
         for rep in range(repeat):
-            cache = scratch / f"small-cache-{rep}"
-            command = [sys.executable, "-m", "codemods", "run", str(root), "--diff", "--no-config", "-j", "1",
-                       "--format", "json", "-o", str(scratch / "small-report.json")]  # fmt: skip
-            runs["run"].append(measure(command, {**env, "TORCH_MIGRATE_CACHE_DIR": str(cache)})["wall"])
-            runs["floor"].append(measure([sys.executable, str(Path(__file__).resolve()), "--_parse-floor", str(listing), "1"], env)["wall"])
-            shutil.rmtree(cache, ignore_errors=True)
-        run, floor = statistics.median(runs["run"]), statistics.median(runs["floor"])
-        out[name] = {"files": len(files), "lines": corpus.count_lines(files), "run_median_s": run,
-                     "floor_median_s": floor, "ratio": run / floor, "runs": runs}  # fmt: skip
-        print(f"  small {name:<22} {out[name]['lines']:>6,} lines  run {run:6.2f} s  floor {floor:6.2f} s  ratio {run / floor:5.2f}")
+            for mode, mode_env in modes.items():
+                cache = scratch / f"small-cache-{mode}-{rep}"
+                for kind, (command, command_env) in commands(mode_env, cache).items():
+                    runs[mode][kind].append(measure(command, command_env))
+                shutil.rmtree(cache, ignore_errors=True)
+        row: dict = {"files": len(files), "lines": corpus.count_lines(files)}
+        for mode in modes:
+            for unit in ("wall", "cpu"):
+                run = statistics.median(r[unit] for r in runs[mode]["run"])
+                floor = statistics.median(r[unit] for r in runs[mode]["floor"])
+                row[mode + "_" + unit] = {"run_median_s": run, "floor_median_s": floor, "ratio": run / floor}
+                if baseline is not None:
+                    base = statistics.median(r[unit] for r in runs[mode]["base"])
+                    row[mode + "_" + unit].update(base_median_s=base, base_ratio=base / floor)
+            row[mode + "_runs"] = runs[mode]
+        out[name] = row
+        print(
+            f"  small {name:<22} {row['lines']:>6,} lines  "
+            + "  ".join(
+                f"{mode}: run {row[mode + '_wall']['run_median_s']:5.2f} s floor {row[mode + '_wall']['floor_median_s']:5.2f} s"
+                f" ratio {row[mode + '_wall']['ratio']:4.2f} (cpu {row[mode + '_cpu']['ratio']:4.2f})"
+                for mode in modes
+            ),
+            flush=True,
+        )
     return out
 
 
@@ -203,9 +255,23 @@ def report_issue18(startup_times: dict, small: dict) -> None:
     print(f"\n{'start-up, fresh process':<52} {'median ms':>10} {'min-max ms':>13}")
     for name, row in startup_times.items():
         print(f"{name:<52} {row['median_s'] * 1000:>10.0f} {row['min_s'] * 1000:>6.0f}-{row['max_s'] * 1000:<6.0f}")
-    print(f"\n{'small repository (run --diff cold -j1)':<40} {'lines':>7} {'run s':>7} {'floor s':>8} {'ratio':>6}  (target < 1.5)")
+    print("\nsmall repository: run --diff cold -j1 / libcst parse floor -j1, medians (target < 1.5)")
+    based = any("base_ratio" in row["source_wall"] for row in small.values())
+    cell = f"{'run s':>7} {'floor s':>8} {'ratio':>6} {'cpu':>6}" + (f" {'base':>6} {'cpu':>6}" if based else "")
+    width = len(cell)
+    print(f"{'':<22} {'lines':>7}  {'from source (this env)':^{width}}    {'with bytecode (as installed)':^{width}}")
+    print(f"{'':<22} {'':>7}  {cell}    {cell}")
     for name, row in small.items():
-        print(f"{name:<40} {row['lines']:>7,} {row['run_median_s']:>7.2f} {row['floor_median_s']:>8.2f} {row['ratio']:>6.2f}")
+        cells = []
+        for mode in ("source", "bytecode"):
+            wall, cpu = row[mode + "_wall"], row[mode + "_cpu"]
+            text = f"{wall['run_median_s']:>7.2f} {wall['floor_median_s']:>8.2f} {wall['ratio']:>6.2f} {cpu['ratio']:>6.2f}"
+            if based:
+                text += f" {wall['base_ratio']:>6.2f} {cpu['base_ratio']:>6.2f}"
+            cells.append(text)
+        print(f"{name:<22} {row['lines']:>7,}  " + "    ".join(cells))
+    if based:
+        print("(base: the --baseline checkout's run, measured interleaved with this one; its ratios)")
 
 
 # -- the run --------------------------------------------------------------------------------------
@@ -231,6 +297,9 @@ def main(argv: list[str] | None = None) -> int:
         "--small", action="append", choices=sorted(corpus.BY_NAME),
         help=f"small corpus projects to compare with the parse floor (default: {', '.join(SMALL)}; fixtures/projects always)",
     )  # fmt: skip
+    parser.add_argument(
+        "--baseline", type=Path, help="another checkout of torch-migrate, measured beside this one in the small-repository figures"
+    )
     parser.add_argument("--_parse-floor", nargs=2, metavar=("LIST", "JOBS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args._parse_floor:
@@ -244,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     venv = peer_venv(args.peers_dir) if not (args.no_torchfix and args.no_ruff) else None
     print(f"start-up ({args.startup_repeat} repetitions) and small repositories ({args.repeat}):")
     startup_times = startup(scratch, env, args.startup_repeat, venv / "bin" / "ruff" if venv and not args.no_ruff else None)
-    small = small_repositories(small_targets, scratch, env, args.repeat)
+    small = small_repositories(small_targets, scratch, env, args.repeat, args.baseline)
     if args.no_corpus:
         report_issue18(startup_times, small)
         out = {"startup": startup_times, "small_repositories": small, "machine": _machine()}

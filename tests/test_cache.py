@@ -206,7 +206,9 @@ def test_parallel_run_uses_the_cache_too(tmp_path: Path, monkeypatch) -> None:
         (root / f"m{i}.py").write_text(LEGACY)
     cold = migrate([str(root)], Options(use_config=False, jobs=2, mode="diff"))
     assert len(_entries(root)) == 12
-    monkeypatch.setattr(runner, "ProcessPoolExecutor", lambda *a, **k: pytest.fail("a warm run started a pool"))
+    import concurrent.futures  # runner imports it where a pool starts
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", lambda *a, **k: pytest.fail("a warm run started a pool"))
     warm = migrate([str(root)], Options(use_config=False, jobs=2, mode="diff"))
     assert _comparable(warm) == _comparable(cold)
     (root / "m3.py").write_text(LEGACY + "x = 1\n")  # one miss among hits: computed, in order

@@ -13,11 +13,10 @@ from pathlib import Path
 import libcst as cst
 import libcst.matchers as m
 import pytest
-from libcst.codemod import CodemodContext
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from codemods.helpers import codemod as base
-from codemods.helpers.codemod import FileContext, MigrationCodemod
+from codemods.helpers.codemod import CodemodContext, FileContext, MigrationCodemod
 from codemods.helpers.names import Imports, _ImportCollector, walk_statements
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,20 +133,6 @@ class _Recorder(MigrationCodemod):
         return updated_node
 
 
-class _Decorated(MigrationCodemod):
-    """The same rewrite through libcst's matcher decorators (the slow, general dispatch)."""
-
-    CODE = "TM998"
-
-    @m.call_if_inside(m.FunctionDef(name=m.Name("f")))
-    @m.leave(m.Call(func=m.Name("old")))
-    def _rename(self, original_node: cst.Call, updated_node: cst.Call):
-        return self.rewrite(original_node, updated_node, updated_node.with_changes(func=cst.Name("new")))
-
-    def visit_Call_func(self, node: cst.Call) -> None:
-        self.seen = getattr(self, "seen", 0) + 1
-
-
 class _WithParents(MigrationCodemod):
     # Not a subclass of _Recorder: libcst caches inherited dependencies on the class, so a
     # subclass used after its parent would inherit the parent's cached (smaller) set.
@@ -170,18 +155,40 @@ def _apply(cls, source=SOURCE, noqa=None):
 
 def test_plain_dispatch_rewrites_and_reports_positions() -> None:
     codemod, code = _apply(_Recorder)
-    assert codemod._plain_dispatch
     assert code == "x = new(1)\n\ndef f():\n    return new(2) + maybe(3)\n"
     assert codemod.rewrites == 2
     assert [(f.line, f.column, f.message) for f in codemod.findings] == [(4, 20, "cannot decide")]
 
 
-def test_matcher_decorators_fall_back_to_libcst_dispatch() -> None:
-    assert base._uses_matcher_decorators(_Decorated) and not base._uses_matcher_decorators(_Recorder)
-    codemod, code = _apply(_Decorated)
-    assert not codemod._plain_dispatch
-    assert code == "x = old(1)\n\ndef f():\n    return new(2) + maybe(3)\n"  # only inside f
-    assert codemod.seen == 3  # attribute visitors still called: old, old, maybe
+def test_matcher_decorators_are_refused() -> None:
+    """The base is a plain CSTTransformer (no libcst.codemod, no matcher import): a codemod
+    using libcst's matcher decorators would silently never fire, so defining one fails."""
+    with pytest.raises(TypeError, match="matcher decorators"):
+
+        class _Decorated(MigrationCodemod):
+            CODE = "TM998"
+
+            @m.call_if_inside(m.FunctionDef(name=m.Name("f")))
+            @m.leave(m.Call(func=m.Name("old")))
+            def _rename(self, original_node: cst.Call, updated_node: cst.Call):
+                return updated_node
+
+
+def test_attribute_handlers_are_dispatched_only_where_defined() -> None:
+    """Per-attribute callbacks return at once for a codemod without `visit_X_attr` methods (all of
+    ours); one that defines some still gets them, and libcst's no-op stubs are never called."""
+
+    class _Attributes(MigrationCodemod):
+        CODE = "TM994"
+
+        def visit_Call_func(self, node: cst.Call) -> None:
+            self.seen = getattr(self, "seen", 0) + 1
+
+    codemod, code = _apply(_Attributes)
+    assert codemod.seen == 3 and code == SOURCE
+    assert base._attribute_handlers(_Attributes) and not base._attribute_handlers(_Recorder)
+    assert base.MigrationCodemod._handler(codemod, "visit_", cst.Name("x")) is None  # a stub: skipped
+    assert codemod._handler("visit_", cst.Call(cst.Name("f")), "func") is not None
 
 
 def test_eager_providers_still_resolve() -> None:
@@ -216,3 +223,109 @@ def test_dispatch_cache_is_per_class() -> None:
     _apply(_Recorder)
     _, code = _apply(Other)
     assert "renamed(1)" in code  # Other's leave_Name is found although _Recorder has none
+
+
+# -- import edits: ours against libcst's AddImportsVisitor / RemoveImportsVisitor ---------------
+
+_ADDS = [
+    ("os", None, None),
+    ("torch", None, None),
+    ("torch.nn.modules.utils", "consume_prefix_in_state_dict_if_present", None),
+    ("typing", "Optional", "Opt"),
+    ("numpy", None, "np"),
+    ("__future__", "annotations", None),
+]
+
+
+def _leading_from_imports(module: cst.Module) -> list[tuple[str, str | None, str | None]]:
+    """A new name from each module the source already imports from (merged into that line)."""
+    out = []
+    for statement in module.body:
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                out.append((cst.Module(body=[]).code_for_node(small.module), "added_name", None))
+    return out[:3]
+
+
+def _libcst_edit(tree: cst.Module, adds=(), removes=()) -> str:
+    from libcst.codemod import CodemodContext as LibcstContext
+    from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+
+    context = LibcstContext()
+    if adds:
+        for module, obj, asname in adds:
+            AddImportsVisitor.add_needed_import(context, module, obj, asname)
+        tree = AddImportsVisitor(context).transform_module(tree)
+    if removes:
+        for module, obj, asname in removes:
+            RemoveImportsVisitor.remove_unused_import(context, module, obj, asname)
+        tree = RemoveImportsVisitor(context).transform_module(tree)
+    return tree.code
+
+
+class _Edits(MigrationCodemod):
+    CODE = "TM995"
+    ADDS: tuple = ()
+    REMOVES: tuple = ()
+
+    def visit_Module(self, node: cst.Module) -> None:
+        for args in self.ADDS:
+            self.add_needed_import(*args)
+        for args in self.REMOVES:
+            self.remove_unused_import(*args)
+
+
+def _ours(tree: cst.Module, adds=(), removes=()) -> str:
+    edits = type("_E", (_Edits,), {"ADDS": tuple(adds), "REMOVES": tuple(removes)})
+    return edits(CodemodContext(), FileContext()).transform_module(tree).code
+
+
+def _unused_imports(module: cst.Module) -> list[tuple[str, str | None, str | None]]:
+    """Top-level imports whose bound name the module spells nowhere else: both removers drop them
+    (libcst never drops a `__future__` import; no codemod asks to)."""
+    import re
+
+    code = module.code
+    out = []
+    for statement in module.body:
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    bound = alias.evaluated_alias or alias.evaluated_name.split(".")[0]
+                    if len(re.findall(rf"(?<![.\w]){re.escape(bound)}\b", code)) == 1:
+                        out.append((alias.evaluated_name, None, alias.evaluated_alias))
+            elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                if isinstance(small.names, cst.ImportStar):
+                    continue
+                name = cst.Module(body=[]).code_for_node(small.module)
+                if name == "__future__":
+                    continue
+                for alias in small.names:
+                    bound = alias.evaluated_alias or alias.evaluated_name
+                    if len(re.findall(rf"(?<![.\w]){re.escape(bound)}\b", code)) == 1:
+                        out.append((name, alias.evaluated_name, alias.evaluated_alias))
+    return out
+
+
+_EDIT_SOURCES = [
+    ("docstring", '"""Doc."""\nimport sys\nfrom typing import List\n\nx = 1\n'),
+    ("strict", "__strict__ = True\nimport sys\n# c\nx = 1\n"),
+    ("comment-first", "# only a comment\nx = 1\n"),
+    ("empty", ""),
+    ("star", "from typing import *\nimport a; import b\nx = 1\n"),
+    ("paren", "from typing import (\n    List,  # keep\n    Dict,  # gone\n    Set,\n)\nimport os, sys, re\nx: List = sys.path\n"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "text"), _EDIT_SOURCES + [s for s in _sources() if s[0].startswith("fixtures") and ".out." not in s[0]], ids=lambda v: v if "\n" not in v else ""
+)
+def test_import_edits_equal_libcsts(name: str, text: str) -> None:
+    module = cst.parse_module(text)
+    adds = [*_ADDS, *_leading_from_imports(module)]
+    for request in [adds[:1], adds[2:3], adds[3:5], adds]:
+        assert _ours(module, adds=request) == _libcst_edit(module, adds=request)
+    removes = _unused_imports(module)
+    if removes:
+        assert _ours(module, removes=removes) == _libcst_edit(module, removes=removes)
+        assert _ours(module, removes=removes[:1]) == _libcst_edit(module, removes=removes[:1])

@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Sequence
 
 from codemods.helpers.context import FileContext
-from codemods.engine import legacy_syntax
 from codemods.engine import name_guard
 from codemods.helpers.noqa import is_suppressed, noqa_lines
 from codemods.helpers.scan import Scan
@@ -111,8 +110,7 @@ def _run(
     the statements that hold none of their words. After a codemod rewrote the tree, the map is
     made again from the new text before the next codemod (statements it rebuilt are not in the
     old map, and positions for them would cost a layout of the whole module)."""
-    from libcst.codemod import CodemodContext, SkipFile
-
+    from codemods.helpers.codemod import CodemodContext
     from codemods.helpers.sites import Pruner, Sites
 
     rewrites: dict[str, int] = {}
@@ -136,8 +134,6 @@ def _run(
             codemod.pruner = Pruner(sites, sites.hits(spec.sites))
         try:
             new = codemod.transform_module(tree)
-        except SkipFile:
-            continue
         except Exception as exc:
             raise _CodemodFailed(spec.code, f"{type(exc).__name__}: {exc}") from exc
         findings.extend(codemod.findings)
@@ -261,6 +257,8 @@ def _pre_parse(spec: Spec) -> bool:
 def _repair_legacy_syntax(source: str, file: FileContext, spec: Spec):
     """TM000: repair `async` used as a name; (text, tree, findings), or None when the file still
     does not parse (then the original syntax error is the one reported)."""
+    from codemods.engine import legacy_syntax  # only for a file libcst could not parse
+
     fixed = legacy_syntax.repair(source)
     if fixed is None or not fixed.edits:
         return None

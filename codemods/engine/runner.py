@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -15,7 +12,6 @@ from typing import Callable, Iterator, Sequence, TypeVar
 
 from codemods.engine.cache import Cache, Outcome
 from codemods.engine.interrupt import Interrupted, StopFlag, deferred_interrupt, ignore_sigint
-from codemods.engine.notebooks import cell_label, transform_notebook
 from codemods.engine.pipeline import transform_source
 from codemods.engine.source import Decoded, SourceError, decode
 from codemods.engine.writer import ReadOnly, write_atomic
@@ -23,6 +19,9 @@ from codemods.helpers.context import FileContext
 from codemods.helpers.facts import RepoFacts
 from codemods.registry import Spec
 from codemods.results import FileResult, Problem, Status
+
+# multiprocessing and concurrent.futures are imported where a pool starts: a run of a handful of
+# files never starts one (issue 18: every import is paid by every small run).
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -153,6 +152,8 @@ def _notebook(path: Path, display: str, data: bytes, specs: tuple[Spec, ...], pl
         source = decode(data)
     except SourceError as exc:
         return FileResult(display, Status.ERROR, problem=Problem(display, exc.line, exc.reason))
+    from codemods.engine.notebooks import cell_label, transform_notebook  # only for a notebook
+
     notebook = transform_notebook(source.text, specs, FileContext(display, plan.device_name, plan.facts))
     result = notebook.result
     if result.problem is not None:
@@ -261,6 +262,10 @@ def _results(work: list[tuple[int, tuple]], jobs: int, stop: StopFlag) -> Iterat
                 return
             yield index, _process(job)
         return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     size = max(1, min(16, len(work) // (jobs * 4)))
     chunks = [work[i : i + size] for i in range(0, len(work), size)]
@@ -293,6 +298,8 @@ def _results(work: list[tuple[int, tuple]], jobs: int, stop: StopFlag) -> Iterat
 def _in_progress(chunks: list[list], futures: list) -> Iterator[tuple[int, FileResult]]:
     """After a stop request: cancel the chunks no worker has started; collect what the others
     finished (each stops after its file in progress; `zip` pairs those results with their files)."""
+    from concurrent.futures.process import BrokenProcessPool
+
     for future in futures:
         future.cancel()
     for chunk, future in zip(chunks, futures):
@@ -314,12 +321,19 @@ def in_processes(function: Callable[[T], R], items: Sequence[T], jobs: int | Non
     if jobs <= 1 or len(items) <= 1:
         yield from map(function, items)
         return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
         yield from pool.map(function, items)
 
 
 def _isolated(job: tuple[Path, str, Plan], method: str) -> FileResult:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     try:
         context = multiprocessing.get_context(method)
         with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=ignore_sigint) as pool:

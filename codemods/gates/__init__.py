@@ -10,13 +10,25 @@ A transform imports from its gate module whatever the two share (tables, qualifi
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 if TYPE_CHECKING:
     from codemods.helpers.facts import RepoFacts
     from codemods.helpers.patterns import Words
     from codemods.helpers.scan import Scan
+
+
+_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+
+
+def data_table(name: str) -> Any:
+    """A JSON table of codemods/data/ (package data, installed beside the modules), read as a
+    file: `importlib.resources` would cost a few ms of imports on every run (issue 18)."""
+    with open(os.path.join(_DATA, name), encoding="utf-8") as handle:
+        return json.load(handle)
 
 
 @dataclass(frozen=True)

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
-from importlib import resources
 
-from codemods.gates import Gate
+from codemods.gates import Gate, data_table
 
 
 @lru_cache(maxsize=None)
 def legacy_tensor_types() -> dict[str, str]:
     """`FloatTensor` -> `float32`, from codemods/data/legacy_tensor_types.json."""
-    return json.loads(resources.files("codemods.data").joinpath("legacy_tensor_types.json").read_text())
+    return data_table("legacy_tensor_types.json")
 
 
 def triggers() -> tuple[str, ...]:

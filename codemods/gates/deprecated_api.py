@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
-from importlib import resources
 
-from codemods.gates import Gate
+from codemods.gates import Gate, data_table
 from codemods.helpers.scan import Scan
 
 
@@ -22,7 +20,7 @@ _COMMON = frozenset(_INIT_COMMON + _TORCH_COMMON + _DOTTED_COMMON + _LINALG_COMM
 @lru_cache(maxsize=None)
 def table() -> dict[str, dict]:
     """Qualified name (and every alias) -> entry."""
-    data = json.loads(resources.files("codemods.data").joinpath("deprecated_api.json").read_text())
+    data = data_table("deprecated_api.json")
     by_name = {}
     for name, entry in data.items():
         entry = {**entry, "name": name}

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import ast
-import json
 from functools import lru_cache
-from importlib import resources
 
-from codemods.gates import Gate
+from codemods.gates import Gate, data_table
 from codemods.helpers.scan import Scan
 
 
@@ -17,7 +15,7 @@ LEGACY = ("size_average", "reduce")
 @lru_cache(maxsize=None)
 def losses() -> dict[str, dict]:
     """Qualified name (and every alias) -> signature entry, from codemods/data/losses.json."""
-    table = json.loads(resources.files("codemods.data").joinpath("losses.json").read_text())
+    table = data_table("losses.json")
     by_name = {}
     for name, entry in table.items():
         by_name[name] = entry

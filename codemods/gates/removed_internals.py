@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
-from importlib import resources
 
+from codemods.gates import data_table
 from codemods.gates.python_compat import _attribute_or_import
 
 
 @lru_cache(maxsize=None)
 def table() -> dict:
-    return json.loads(resources.files("codemods.data").joinpath("removed_internals.json").read_text())
+    return data_table("removed_internals.json")
 
 
 def triggers() -> tuple[str, ...]:

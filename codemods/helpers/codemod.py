@@ -3,24 +3,28 @@
 A codemod is pure: a tree in, a tree plus findings out. It records each rewrite with `rewrite()`
 (which honours `# noqa`) and each undecidable case with `finding()`; the engine reads
 `self.rewrites` and `self.findings` afterwards.
+
+It is a plain `libcst.CSTTransformer` with the little of libcst's codemod commands that the
+codemods use: `transform_module`, and imports asked for with `add_needed_import` /
+`remove_unused_import`, edited after the walk (helpers/import_edits.py). Importing
+`libcst.codemod` would import `libcst.matchers`, about 0.2 s per run that parses anything
+(issue 18): a codemod that wants matchers imports them itself.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from functools import lru_cache
-from dataclasses import replace
+import re
 from collections.abc import Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable, ClassVar, Generator, Iterator, Sequence, TypeVar
 
 import libcst as cst
-from libcst import CSTTransformer
-from libcst.codemod import Codemod, CodemodContext, VisitorBasedCodemodCommand
-from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from codemods.helpers.context import FileContext  # noqa: F401  (re-exported)
-from codemods.helpers.import_edits import TopImportsAdder, UsedNamesRemover
+from codemods.helpers.import_edits import ImportItem, TopImportsAdder, UsedNamesRemover
 from codemods.helpers.names import Imports
 from codemods.helpers.noqa import is_suppressed
 from codemods.helpers.patterns import Words
@@ -38,9 +42,31 @@ _MATCHER_ATTRS = (
 )  # fmt: skip  # libcst.matchers._decorators: what @call_if_inside, @visit & co. set on a method
 
 
+_ATTRIBUTE_HANDLER = re.compile(r"(?:visit|leave)_([A-Z][A-Za-z]*)_[a-z][a-z_]*")
+
+
 @lru_cache(maxsize=None)
-def _uses_matcher_decorators(cls: type) -> bool:
-    return any(getattr(getattr(cls, name, None), attr, None) for name in dir(cls) for attr in _MATCHER_ATTRS)
+def _attribute_handlers(cls: type) -> bool:
+    """Whether `cls` (or a base of ours) defines a `visit_X_attr`/`leave_X_attr` method: without
+    one, the walk's per-attribute callbacks (several per node) return at once."""
+    for klass in cls.__mro__:
+        if klass.__module__.startswith("libcst."):
+            continue
+        for name in vars(klass):
+            match = _ATTRIBUTE_HANDLER.fullmatch(name)
+            if match and isinstance(getattr(cst, match.group(1), None), type):
+                return True
+    return False
+
+
+@dataclass
+class CodemodContext:
+    """What one codemod runs with on one file: its name, and the import edits the codemod asked
+    for, made after its walk (a fresh context per codemod: see engine/pipeline.py)."""
+
+    filename: str | None = None
+    added: list[ImportItem] = field(default_factory=list)
+    removed: list[tuple[str, str | None, str | None]] = field(default_factory=list)
 
 
 class _LazyMetadata(Mapping):
@@ -65,7 +91,7 @@ class _LazyMetadata(Mapping):
         return len(self._mapping())
 
 
-class MigrationCodemod(VisitorBasedCodemodCommand):
+class MigrationCodemod(cst.CSTTransformer):
     """Base for codemods: position-aware findings, noqa-aware rewrites, import resolution."""
 
     CODE: ClassVar[str] = ""
@@ -79,23 +105,21 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
 
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, context: CodemodContext, file: FileContext | None = None) -> None:
-        if _uses_matcher_decorators(type(self)):
-            super().__init__(context)
-        else:
-            # libcst's MatcherDecoratableTransformer.__init__ scans every attribute of the
-            # instance for decorators (~700 names, tens of ms) for every file; the answer is a
-            # property of the class, so it is computed once per class instead.
-            Codemod.__init__(self, context)
-            CSTTransformer.__init__(self)
-            self._extra_visit_funcs = {}
-            self._extra_leave_funcs = {}
-            self._matchers = {}
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        # libcst's @m.visit / @m.leave / @m.call_if_inside need its MatcherDecoratableTransformer,
+        # which this class is not: refuse them rather than ignore them.
+        for name, value in vars(cls).items():
+            if any(getattr(value, attr, None) for attr in _MATCHER_ATTRS):
+                raise TypeError(f"{cls.__name__}.{name}: libcst matcher decorators are not supported; test in visit_/leave_")
+
+    def __init__(self, context: CodemodContext | None = None, file: FileContext | None = None) -> None:
+        super().__init__()
+        self.context = context if context is not None else CodemodContext()
         self.file = file or FileContext()
         self.findings: list[Finding] = []
         self.rewrites = 0
         self.imports = Imports()
-        self._plain_dispatch = False  # set per run in transform_module_impl
         self.pruner: Pruner | None = None  # set by the engine when PRUNE and the file allows it
         self.sites: Sites | None = None  # the statement map, when the file allows pruning
         self._skipped: cst.CSTNode | None = None
@@ -105,39 +129,41 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
         self._open_blocks: list[cst.IndentedBlock] = []
         self._where: dict[int, tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]]] = {}  # see remember()
         self._default_indent = "    "
+        # node type -> this codemod's visit_/leave_ method (bound) or None: the walk's dispatch
+        self._visits: dict[type, Callable | None] = {}
+        self._leaves: dict[type, Callable | None] = {}
 
     # -- driving ---------------------------------------------------------------------------
     #
-    # Speed (DESIGN §9): per codemod and file, libcst would walk the whole tree four times —
-    # PositionProvider's code generation, an empty batched-metadata pass, the import scan and
-    # the transform itself, the last through the matcher machinery for every node. Here the
-    # transform is the only full walk: positions are computed on first use (most files never
-    # produce a finding), other providers only when a subclass declares them, imports are read
-    # from the statements alone, and visit/leave dispatch is cached per node type unless the
-    # subclass uses matcher decorators.
+    # Speed (DESIGN §9): per codemod and file, libcst's codemod commands would walk the whole
+    # tree four times — PositionProvider's code generation, an empty batched-metadata pass, the
+    # import scan and the transform itself, the last through the matcher machinery for every
+    # node. Here the transform is the only full walk: positions are computed on first use (most
+    # files never produce a finding), other providers only when a subclass declares them,
+    # imports are read from the statements alone, visit/leave dispatch is cached per node type,
+    # and the tree is never copied (each codemod gets a tree nobody else holds metadata for).
 
-    def _instantiate_and_run(self, transform, tree: cst.Module) -> cst.Module:
-        # libcst runs its import adder/remover after the transform; ours cost what their job
-        # costs (helpers/import_edits.py) and, like the codemods, work on the tree uncopied.
-        transform = {AddImportsVisitor: TopImportsAdder, RemoveImportsVisitor: UsedNamesRemover}.get(transform, transform)
-        inst = transform(self.context)
+    def transform_module(self, tree: cst.Module) -> cst.Module:
+        """This codemod over `tree`, then the import edits it asked for: the new tree."""
         wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
-        with inst.resolve(wrapper):
-            inst.context = replace(inst.context, wrapper=wrapper)
-            return inst.transform_module_impl(wrapper.module)
-
-    @contextmanager
-    def _handle_metadata_reference(self, module: cst.Module) -> Generator[cst.Module, None, None]:
-        # libcst deep-copies the tree for every wrapper; each codemod gets a tree nobody else
-        # holds metadata for, so the copy (~15% of the run) buys nothing here.
-        oldwrapper = self.context.wrapper
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         with self.resolve(wrapper):
-            self.context = replace(self.context, wrapper=wrapper)
-            try:
-                yield wrapper.module
-            finally:
-                self.context = replace(self.context, wrapper=oldwrapper)
+            tree = self.transform_module_impl(wrapper.module)
+        if self.context.added:
+            tree = tree.visit(TopImportsAdder(self.context.added))
+        if self.context.removed:
+            tree = UsedNamesRemover(self.context.removed).transform(tree)
+        return tree
+
+    def add_needed_import(self, module: str, obj: str | None = None, asname: str | None = None, relative: int = 0) -> None:
+        """After the walk, `import module [as asname]` or `from module import obj [as asname]`,
+        unless the leading import block has it (helpers/import_edits.py)."""
+        if module == "__future__" and obj is None:
+            raise ValueError("Cannot import __future__ directly!")
+        self.context.added.append(ImportItem(module, obj, asname, relative))
+
+    def remove_unused_import(self, module: str, obj: str | None = None, asname: str | None = None) -> None:
+        """After the walk, remove that import if nothing in the module uses its name any more."""
+        self.context.removed.append((module, obj, asname))
 
     @contextmanager
     def resolve(self, wrapper: MetadataWrapper) -> Generator[None, None, None]:
@@ -156,18 +182,20 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.imports = Imports.of(tree)
         self._default_indent = tree.default_indent
-        self._plain_dispatch = not (self._extra_visit_funcs or self._extra_leave_funcs or self._matchers)
-        return super().transform_module_impl(tree)
+        return tree.visit(self)
 
     def _handler(self, prefix: str, node: cst.CSTNode, attribute: str = ""):
-        """The subclass's `visit_X`/`leave_X[_attr]` method for this node type, or None (cached per class)."""
+        """The subclass's `visit_X`/`leave_X[_attr]` method for this node type, or None: also for
+        libcst's typed stubs (marked no-op: a visit that returns None, a leave that returns the
+        updated node), which every CSTTransformer has for every node type (cached per class)."""
         cache = _DISPATCH.setdefault(type(self), {})
         key = (prefix, type(node), attribute)
         try:
             name = cache[key]
         except KeyError:
             name = f"{prefix}{type(node).__name__}{'_' + attribute if attribute else ''}"
-            name = cache[key] = name if getattr(type(self), name, None) is not None else None
+            found = getattr(type(self), name, None)
+            name = cache[key] = name if found is not None and not getattr(found, "_is_no_op", False) else None
         return None if name is None else getattr(self, name)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -176,9 +204,10 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
         if self.pruner is not None and self.pruner.skips(node):
             self._skipped = node  # no children are visited: its on_leave comes next
             return False
-        if not self._plain_dispatch:
-            return super().on_visit(node)
-        func = self._handler("visit_", node)
+        try:
+            func = self._visits[type(node)]
+        except KeyError:
+            func = self._visits[type(node)] = self._handler("visit_", node)
         return func is None or func(node) is not False
 
     def _enter(self, node: cst.CSTNode) -> None:
@@ -198,9 +227,10 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
             if original_node is self._skipped:
                 self._skipped = None
                 return updated_node
-            if not self._plain_dispatch:
-                return super().on_leave(original_node, updated_node)
-            func = self._handler("leave_", original_node)
+            try:
+                func = self._leaves[type(original_node)]
+            except KeyError:
+                func = self._leaves[type(original_node)] = self._handler("leave_", original_node)
             return updated_node if func is None else func(original_node, updated_node)
         finally:
             # after the leave_ handler: what it reports about the statement it leaves is laid
@@ -209,15 +239,15 @@ class MigrationCodemod(VisitorBasedCodemodCommand):
                 self._leave(original_node)
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        if not self._plain_dispatch:
-            return super().on_visit_attribute(node, attribute)
+        if not _attribute_handlers(type(self)):
+            return
         func = self._handler("visit_", node, attribute)
         if func is not None:
             func(node)
 
     def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-        if not self._plain_dispatch:
-            return super().on_leave_attribute(original_node, attribute)
+        if not _attribute_handlers(type(self)):
+            return
         func = self._handler("leave_", original_node, attribute)
         if func is not None:
             func(original_node)

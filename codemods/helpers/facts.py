@@ -8,11 +8,9 @@ class a `Dataset`?). `collect_facts` reads every candidate file once, and the re
 from __future__ import annotations
 
 import ast
-import json
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from typing import Iterable, Iterator
 
 from codemods.helpers.scan import ast_dotted as _dotted
@@ -438,5 +436,7 @@ def imported_names_entries(tops: dict[str, TopNames]) -> frozenset[str]:
 def torch_star_exports() -> dict[str, frozenset[str]]:
     """What `from torch.X import *` binds, for the torch modules old code star-imports
     (codemods/data/torch_star_exports.json, made by scripts/gen_star_exports.py)."""
-    table = json.loads(resources.files("codemods.data").joinpath("torch_star_exports.json").read_text())
+    from codemods.gates import data_table  # read as a file: importlib.resources costs imports per run
+
+    table = data_table("torch_star_exports.json")
     return {module: frozenset(names) for module, names in table.items()}

@@ -1,25 +1,33 @@
-"""libcst's AddImportsVisitor and RemoveImportsVisitor, made to cost what their job costs.
+"""Adding and removing imports after a codemod, as libcst's AddImportsVisitor and
+RemoveImportsVisitor decide it, made to cost what their job costs.
 
-A codemod that calls `add_needed_import`/`remove_unused_import` gets these two run after it. As
-libcst ships them, each deep-copies the tree, walks and rebuilds all of it, and the remover also
-runs scope analysis (about nine parses' worth, DESIGN §9) to learn whether a name is still used:
-for one changed import line, several times the cost of the whole codemod.
+A codemod that calls `add_needed_import`/`remove_unused_import` gets these two run after it
+(helpers/codemod.py). They are our own transformers, not subclasses of libcst's: importing
+`libcst.codemod` pulls in `libcst.matchers`, about 0.2 s per run (issue 18), for two visitors.
+What they add, where, in which order and with which blank lines is libcst 1.x's behaviour,
+written again here for the one context we run them in (no package name: a relative import is
+never resolved); tests/test_engine_speed.py compares both on every fixture.
 
-Here the adder reads only the module's leading import block (all it ever edits) and walks only
-import statements; the remover decides "unused" by whether the bound name is still spelled
-anywhere in the module outside import statements (a Name that is not an `.attr` or a `kw=`, or a
-word in an `__all__` string or a string annotation). That is coarser than scope analysis in one direction only: a name used
-in a place scope analysis would call a different binding keeps its import. Imports are kept a
-little more often, never removed while in use.
+The adder reads only the module's leading import block (all it ever edits) and walks only import
+statements. As libcst ships them, each visitor deep-copies the tree, walks and rebuilds all of it,
+and the remover also runs scope analysis (about nine parses' worth, DESIGN §9) to learn whether a
+name is still used: for one changed import line, several times the cost of the whole codemod.
+Here the remover decides "unused" by whether the bound name is still spelled anywhere in the
+module outside import statements (a Name that is not an `.attr` or a `kw=`, or a word in an
+`__all__` string or a string annotation). That is coarser than scope analysis in one direction
+only: a name used in a place scope analysis would call a different binding keeps its import.
+Imports are kept a little more often, never removed while in use.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, defaultdict
+from dataclasses import dataclass, replace
+from typing import Any, Iterable, Sequence, Union
 
 import libcst as cst
-from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+from libcst.helpers import get_absolute_module_from_package_for_import
 
 from codemods.helpers.names import _BLOCKS
 
@@ -27,6 +35,36 @@ _IMPORT = (cst.Import, cst.ImportFrom)
 _CLAUSES = (cst.BaseCompoundStatement, cst.ExceptHandler, cst.ExceptStarHandler, cst.Else, cst.Finally, cst.MatchCase)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _REFERENCE = re.compile(r"(?<![.\w])[A-Za-z_][A-Za-z0-9_]*")  # not the `attr` of `x.attr`
+
+Statement = Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]
+
+
+@dataclass(frozen=True)
+class ImportItem:
+    """One import to add: `import module`, `import module as alias`, `from module import obj [as alias]`."""
+
+    module_name: str
+    obj_name: str | None = None
+    alias: str | None = None
+    relative: int = 0
+
+    def __post_init__(self) -> None:
+        if self.module_name is None:
+            object.__setattr__(self, "module_name", "")
+        elif self.module_name.startswith("."):
+            bare = self.module_name.lstrip(".")
+            object.__setattr__(self, "relative", self.relative + len(self.module_name) - len(bare))
+            object.__setattr__(self, "module_name", bare)
+
+    @property
+    def module(self) -> str:
+        return "." * self.relative + self.module_name
+
+    def unpackaged(self) -> ImportItem:
+        """What libcst makes of it without a package name: `import ..a` is `from .. import a`."""
+        if self.relative and self.obj_name is None:
+            return replace(self, module_name="", obj_name=self.module_name)
+        return self
 
 
 def _is_import_line(statement: cst.CSTNode) -> bool:
@@ -38,18 +76,127 @@ def _skip(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.SimpleStatementLine) and not _is_import_line(node)
 
 
-class TopImportsAdder(AddImportsVisitor):
-    """AddImportsVisitor that reads the leading import block only and walks import statements only."""
+def _single_import(statement: cst.CSTNode) -> bool:
+    """A line that is one import statement and nothing else (what libcst's adder counts as the
+    leading import block)."""
+    return isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and isinstance(statement.body[0], _IMPORT)
+
+
+def _skip_first(module: cst.Module) -> bool:
+    """A docstring or `__strict__ = ...` first: no import goes before it."""
+    if not module.body or not isinstance(module.body[0], cst.SimpleStatementLine) or len(module.body[0].body) != 1:
+        return False
+    first = module.body[0].body[0]
+    if isinstance(first, cst.Assign):
+        return (
+            len(first.targets) == 1
+            and isinstance(first.targets[0].target, cst.Name)
+            and first.targets[0].target.value == "__strict__"
+        )
+    return isinstance(first, cst.Expr) and isinstance(first.value, cst.SimpleString)
+
+
+def _from_module(node: cst.ImportFrom) -> str | None:
+    """The absolute module of `from X import ...` (None for a relative one: no package is known)."""
+    return get_absolute_module_from_package_for_import(None, node)
+
+
+class _TopImports:
+    """What the leading import block already imports (libcst's _GatherTopImportsBeforeStatements)."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module_imports: set[str] = set()
+        self.object_mapping: dict[str, set[str]] = {}
+        self.module_aliases: dict[str, str] = {}
+        self.alias_mapping: dict[str, list[tuple[str, str]]] = {}
+        self.all_imports: list[cst.Import | cst.ImportFrom] = []
+        for statement in module.body[1 if _skip_first(module) else 0 :]:
+            if not _single_import(statement):
+                break
+            self.all_imports.append(statement.body[0])
+        for node in self.all_imports:
+            if isinstance(node, cst.Import):
+                self._import(node)
+            else:
+                self._import_from(node)
+
+    def _import(self, node: cst.Import) -> None:
+        for name in node.names:
+            alias = name.evaluated_alias
+            if alias is not None:
+                self.module_aliases[name.evaluated_name] = alias
+            else:
+                self.module_imports.add(name.evaluated_name)
+
+    def _import_from(self, node: cst.ImportFrom) -> None:
+        module = _from_module(node)
+        if module is None:
+            return
+        if isinstance(node.names, cst.ImportStar):
+            self.object_mapping[module] = set("*")
+            return
+        aliased = [(a.evaluated_name, a.evaluated_alias) for a in node.names if a.asname is not None]
+        if aliased:
+            self.alias_mapping.setdefault(module, []).extend(aliased)
+        objects = {a.evaluated_name for a in node.names if a.asname is None}
+        if objects:
+            known = self.object_mapping.setdefault(module, set())
+            if "*" in known:
+                self.object_mapping[module] = set("*")
+                return
+            known.update(objects)
+
+
+class TopImportsAdder(cst.CSTTransformer):
+    """Adds the imports a module lacks to its leading import block, merging a `from X import`
+    into an existing one of that block; reads that block only and walks import statements only."""
+
+    def __init__(self, imports: Sequence[ImportItem]) -> None:
+        super().__init__()
+        for imp in imports:
+            if imp.module == "__future__" and imp.obj_name is None:
+                raise ValueError("Cannot import __future__ directly!")
+            if imp.module == "__future__" and imp.alias is not None:
+                raise ValueError("Cannot import __future__ objects with aliases!")
+        imps = [imp.unpackaged() for imp in imports]
+        self.module_imports: set[str] = {i.module for i in imps if i.obj_name is None and i.alias is None}
+        from_imports = {i.module for i in imps if i.obj_name is not None and i.alias is None}
+        self.module_mapping: dict[str, set[str]] = {
+            module: {i.obj_name for i in imps if i.module == module and i.obj_name is not None and i.alias is None}
+            for module in sorted(from_imports)
+        }
+        self.module_aliases: dict[str, str] = {i.module: i.alias for i in imps if i.obj_name is None and i.alias is not None}
+        from_aliases = {i.module for i in imps if i.obj_name is not None and i.alias is not None}
+        self.alias_mapping: dict[str, list[tuple[str, str]]] = {
+            module: [
+                (i.obj_name, i.alias) for i in imps if i.module == module and i.obj_name is not None and i.alias is not None
+            ]
+            for module in sorted(from_aliases)
+        }
+        self.all_imports: list[cst.Import | cst.ImportFrom] = []
 
     def visit_Module(self, node: cst.Module) -> None:
-        # The gatherer stops at the first statement after the leading imports (a docstring or
-        # `__strict__` first is skipped): hand it that prefix instead of the whole tree.
-        prefix = list(node.body[:1])
-        for statement in node.body[1:]:
-            prefix.append(statement)
-            if not _is_import_line(statement):
-                break
-        super().visit_Module(node.with_changes(body=prefix))
+        have = _TopImports(node)
+        self.all_imports = have.all_imports
+        self.module_imports -= have.module_imports
+        for module, alias in have.module_aliases.items():
+            if module in self.module_aliases and self.module_aliases[module] == alias:
+                del self.module_aliases[module]
+        for module, aliases in have.alias_mapping.items():
+            for pair in aliases:
+                if module in self.alias_mapping and pair in self.alias_mapping[module]:
+                    self.alias_mapping[module].remove(pair)
+                    if not self.alias_mapping[module]:
+                        del self.alias_mapping[module]
+        for module, objects in have.object_mapping.items():
+            if module not in self.module_mapping:
+                continue
+            if "*" in objects:
+                del self.module_mapping[module]
+            else:
+                self.module_mapping[module] -= objects
+                if not self.module_mapping[module]:
+                    del self.module_mapping[module]
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         # Only the module's own import lines are edited (leave_ImportFrom on `all_imports`).
@@ -57,15 +204,96 @@ class TopImportsAdder(AddImportsVisitor):
             return False
         return super().on_visit(node)
 
+    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom) -> cst.ImportFrom:
+        if isinstance(updated_node.names, cst.ImportStar) or original_node not in self.all_imports:
+            return updated_node
+        module = _from_module(updated_node)
+        if module is None or (module not in self.module_mapping and module not in self.alias_mapping):
+            return updated_node
+        objects = self.module_mapping.pop(module, [])
+        aliases = self.alias_mapping.pop(module, [])
+        return updated_node.with_changes(
+            names=[
+                *(cst.ImportAlias(name=cst.Name(obj)) for obj in sorted(objects)),
+                *(cst.ImportAlias(name=cst.Name(obj), asname=cst.AsName(name=cst.Name(alias))) for obj, alias in sorted(aliases)),
+                *updated_node.names,
+            ]
+        )
 
-class UsedNamesRemover(RemoveImportsVisitor):
-    """RemoveImportsVisitor deciding "unused" without scope analysis (see the module docstring)."""
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        if not (self.module_imports or self.module_mapping or self.module_aliases or self.alias_mapping):
+            return updated_node
+        before, block, after = _split(original_node, updated_node)
+        after = _blank_line_first(after)
+        objects: dict[str, list] = defaultdict(list)
+        for module, aliases in self.alias_mapping.items():
+            objects[module].extend(aliases)
+        for module, names in self.module_mapping.items():
+            objects[module].extend((name, None) for name in names)
+        objects = {module: sorted(pairs) for module, pairs in objects.items()}
+        config = updated_node.config_for_parsing
 
-    METADATA_DEPENDENCIES = ()
+        def line(code: str) -> Statement:
+            return cst.parse_statement(code, config=config)
 
-    @classmethod
-    def get_inherited_dependencies(cls):
-        return frozenset()  # libcst unions the bases' (scope + qualified names); none needed here
+        def from_line(module: str, pairs) -> Statement:
+            return line(f"from {module} import " + ", ".join(o if a is None else f"{o} as {a}" for o, a in pairs))
+
+        return updated_node.with_changes(
+            body=(
+                *before,
+                *[from_line(module, pairs) for module, pairs in objects.items() if module == "__future__"],
+                *block,
+                *[line(f"import {module}") for module in sorted(self.module_imports)],
+                *[line(f"import {module} as {asname}") for module, asname in self.module_aliases.items()],
+                *[from_line(module, pairs) for module, pairs in objects.items() if module != "__future__"],
+                *after,
+            )
+        )
+
+
+def _split(original: cst.Module, updated: cst.Module) -> tuple[list[Statement], list[Statement], list[Statement]]:
+    """`updated`'s statements before the leading import block (a docstring), in it, and after it;
+    the block is found in `original` (the walk changed statements, never their number)."""
+    first = add_at = 1 if _skip_first(original) else 0
+    for i, statement in enumerate(original.body[first:]):
+        if not _single_import(statement):
+            break
+        add_at = i + first + 1
+    return list(updated.body[:first]), list(updated.body[first:add_at]), list(updated.body[add_at:])
+
+
+def _blank_line_first(statements: list[Statement]) -> list[Statement]:
+    """At least one empty line between the added imports and the first statement after them."""
+    if not statements:
+        return statements
+    lines = statements[0].leading_lines
+    if not lines:
+        return [statements[0].with_changes(leading_lines=(cst.EmptyLine(),)), *statements[1:]]
+    if lines[0].comment is None:
+        return statements
+    return [statements[0].with_changes(leading_lines=(cst.EmptyLine(), *lines)), *statements[1:]]
+
+
+class UsedNamesRemover(cst.CSTTransformer):
+    """Removes the imports asked for whose bound name the module no longer uses (see the module
+    docstring); a statement left without names goes, a kept name loses a trailing comma."""
+
+    def __init__(self, unused: Sequence[tuple[str, str | None, str | None]]) -> None:
+        super().__init__()
+        self.unused_module_imports: dict[str, str | None] = {module: alias for module, obj, alias in unused if obj is None}
+        self.unused_obj_imports: dict[str, set[tuple[str, str | None]]] = {}
+        for module, obj, alias in unused:
+            if obj is not None:
+                self.unused_obj_imports.setdefault(module, set()).add((obj, alias))
+        self._unused_imports: dict[cst.ImportAlias, cst.Import | cst.ImportFrom] = {}
+        self._enter: set[int] = set()
+
+    def transform(self, tree: cst.Module) -> cst.Module:
+        self.visit_Module(tree)
+        if not self._unused_imports:
+            return tree  # nothing to remove: no walk
+        return tree.visit(self)
 
     def visit_Module(self, node: cst.Module) -> None:
         lister = _ImportLister(node.body)
@@ -87,18 +315,88 @@ class UsedNamesRemover(RemoveImportsVisitor):
         # The walk that edits them enters only the compound statements around them.
         self._enter = {id(a) for s in self._unused_imports.values() for a in lister.around[id(s)]}
 
-    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        self.visit_Module(tree)
-        if not self._unused_imports:
-            return tree  # nothing to remove: no walk
-        return super().transform_module_impl(tree)
-
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.Module):
             return True  # visit_Module already ran
         if _skip(node) or (isinstance(node, _CLAUSES) and id(node) not in self._enter):
             return False
         return super().on_visit(node)
+
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import | cst.RemovalSentinel:
+        keep = []
+        for alias in original_node.names:
+            if (
+                alias.evaluated_name not in self.unused_module_imports
+                or alias.evaluated_alias != self.unused_module_imports[alias.evaluated_name]
+                or alias not in self._unused_imports
+            ):
+                keep.append(alias)
+        if keep == original_node.names:
+            return updated_node
+        if not keep:
+            return cst.RemoveFromParent()
+        if keep[-1] != original_node.names[-1]:  # no trailing comma on what is now the last name
+            keep = [*keep[:-1], keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
+        return updated_node.with_changes(names=keep)
+
+    def leave_ImportFrom(
+        self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
+    ) -> cst.ImportFrom | cst.RemovalSentinel:
+        names = original_node.names
+        if isinstance(names, cst.ImportStar):
+            return updated_node
+        module = _from_module(updated_node)
+        if module is None or module not in self.unused_obj_imports:
+            return updated_node
+        updates = self._from_names(updated_node, names, module)
+        keep = updates["names"]
+        if keep == names:
+            return updated_node
+        if not keep:
+            return cst.RemoveFromParent()
+        if keep[-1] != names[-1]:
+            keep = [*keep[:-1], keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
+        updates["names"] = keep
+        return updated_node.with_changes(**updates)
+
+    def _from_names(self, updated_node: cst.ImportFrom, names: Iterable[cst.ImportAlias], module: str) -> dict[str, Any]:
+        """The names kept; a comment after a removed name's comma moves to the name (or the
+        parenthesis) before it."""
+        updates: dict[str, Any] = {}
+        keep: list[cst.ImportAlias] = []
+        remove = self.unused_obj_imports[module]
+        for alias in names:
+            if (alias.evaluated_name, alias.evaluated_alias) not in remove or alias not in self._unused_imports:
+                keep.append(alias)
+                continue
+            comma = alias.comma
+            if not isinstance(comma, cst.Comma):
+                continue
+            if keep:
+                previous = keep[-1]
+                if isinstance(previous.comma, cst.Comma):
+                    merged = _merge_whitespace_after(previous.comma.whitespace_after, comma.whitespace_after)
+                    previous = previous.with_deep_changes(previous.comma, whitespace_after=merged)
+                else:  # a name made by a codemod, not parsed: no comma of its own
+                    previous = previous.with_changes(comma=comma)
+                keep[-1] = previous
+            elif isinstance(updated_node.lpar, cst.LeftParen):
+                lpar = updated_node.lpar
+                updates["lpar"] = lpar.with_changes(
+                    whitespace_after=_merge_whitespace_after(lpar.whitespace_after, comma.whitespace_after)
+                )
+        updates["names"] = keep
+        return updates
+
+
+def _merge_whitespace_after(
+    left: cst.BaseParenthesizableWhitespace, right: cst.BaseParenthesizableWhitespace
+) -> cst.BaseParenthesizableWhitespace:
+    if not isinstance(right, cst.ParenthesizedWhitespace):
+        return left
+    if not isinstance(left, cst.ParenthesizedWhitespace):
+        return right
+    return left.with_changes(empty_lines=tuple(line for line in right.empty_lines if line.comment is not None))
 
 
 def _bound(alias: cst.ImportAlias) -> str | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import libcst as cst
-import libcst.matchers as m
 
 from codemods.gates.state_dict_prefix import NOT_MODELS, PREFIX, _WRAP_WORDS, WRAPPERS
 from codemods.helpers import ddp
@@ -12,6 +11,8 @@ from codemods.helpers.names import dotted
 from codemods.helpers.patterns import Words
 from codemods.helpers.sites import Pruner
 from codemods.helpers.spelling import import_forms, retire
+
+
 
 CONSUME = "consume_prefix_in_state_dict_if_present"
 CONSUME_MODULE = "torch.nn.modules.utils"
@@ -30,50 +31,91 @@ def _is_prefix(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.SimpleString) and node.evaluated_value == PREFIX
 
 
+def _is_name(node: cst.CSTNode | None, value: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == value
+
+
+def _is_int(node: cst.CSTNode | None, value: str) -> bool:
+    return isinstance(node, cst.Integer) and node.value == value
+
+
+def _is_dot(node: cst.CSTNode | None) -> bool:
+    return isinstance(node, cst.SimpleString) and node.value in ('"."', "'.'")
+
+
+def _attribute(node: cst.CSTNode, attr: str, value: str | None = None) -> bool:
+    """`<anything>.attr`, or `value.attr` when `value` is given."""
+    return isinstance(node, cst.Attribute) and _is_name(node.attr, attr) and (value is None or _is_name(node.value, value))
+
+
+def _method_call(node: cst.CSTNode, method: str, key: str | None = None) -> bool:
+    """`<anything>.method(...)` (`key.method(...)` when `key` is given), any arguments."""
+    return isinstance(node, cst.Call) and _attribute(node.func, method, key)
+
+
+def _one_slice(node: cst.CSTNode) -> cst.Slice | None:
+    """The slice of `x[a:b]` (one element, a slice); None for anything else."""
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Slice):
+        return node.slice[0].slice
+    return None
+
+
+def _len_prefix(node: cst.CSTNode | None) -> bool:
+    """`len("module.")`."""
+    return (
+        isinstance(node, cst.Call) and _is_name(node.func, "len") and len(node.args) == 1 and _is_prefix(node.args[0].value)
+    )
+
+
 def _strips(expr: cst.BaseExpression, key: str, generic: bool = False) -> bool:
     """True when `expr` is one of the hand-written ways to drop `module.` from the key `key`.
 
     `'.'.join(k.split('.')[1:])` drops *any* first component, so it counts only when `generic`
     (the repository wraps models: the prefix it drops is `module.`)."""
-    k = m.Name(key)
-    seven = m.Integer("7") | m.Call(func=m.Name("len"), args=[m.Arg(m.MatchIfTrue(_is_prefix))])
-    if m.matches(expr, m.Subscript(value=k, slice=[m.SubscriptElement(m.Slice(lower=seven, upper=None, step=None))])):
-        return True
-    if m.matches(
-        expr,
-        m.Call(
-            func=m.Attribute(value=k, attr=m.Name("replace")),
-            args=[m.Arg(m.MatchIfTrue(_is_prefix)), m.Arg(m.SimpleString()), m.ZeroOrMore()],
-        ),
+    # k[7:] / k[len("module."):]
+    cut = _one_slice(expr)
+    if cut is not None and _is_name(expr.value, key) and (_is_int(cut.lower, "7") or _len_prefix(cut.lower)):
+        if cut.upper is None and cut.step is None:
+            return True
+    # k.replace("module.", "") / k.replace("module.", "", 1)
+    if (
+        _method_call(expr, "replace", key)
+        and len(expr.args) >= 2
+        and _is_prefix(expr.args[0].value)
+        and isinstance(expr.args[1].value, cst.SimpleString)
     ):
         args = expr.args
         if args[1].value.evaluated_value != "" or len(args) > 3:
             return False
-        return len(args) == 2 or m.matches(args[2].value, m.Integer("1"))
+        return len(args) == 2 or _is_int(args[2].value, "1")
     # ".".join(k.split(".")[1:])
-    dot = m.SimpleString(value=m.MatchIfTrue(lambda v: v in ('"."', "'.'")))
-    split = m.Call(func=m.Attribute(value=k, attr=m.Name("split")), args=[m.Arg(dot)])
-    if generic and m.matches(
-        expr,
-        m.Call(
-            func=m.Attribute(value=dot, attr=m.Name("join")),
-            args=[
-                m.Arg(m.Subscript(value=split, slice=[m.SubscriptElement(m.Slice(lower=m.Integer("1"), upper=None))]))
-            ],
-        ),
-    ):
-        return True
+    if generic and isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and _is_dot(expr.func.value):
+        if _is_name(expr.func.attr, "join") and len(expr.args) == 1:
+            cut = _one_slice(expr.args[0].value)
+            split = expr.args[0].value.value if cut is not None else None
+            if (
+                cut is not None
+                and _is_int(cut.lower, "1")
+                and cut.upper is None
+                and _method_call(split, "split", key)
+                and len(split.args) == 1
+                and _is_dot(split.args[0].value)
+            ):
+                return True
     # k[7:] if k.startswith("module.") else k
-    if isinstance(expr, cst.IfExp) and m.matches(expr.orelse, k) and _startswith(expr.test, key):
+    if isinstance(expr, cst.IfExp) and _is_name(expr.orelse, key) and _startswith(expr.test, key):
         return _strips(expr.body, key, generic)
     return False
 
 
 def _startswith(expr: cst.BaseExpression, key: str) -> bool:
-    return m.matches(
-        expr,
-        m.Call(func=m.Attribute(value=m.Name(key), attr=m.Name("startswith")), args=[m.Arg(m.MatchIfTrue(_is_prefix))]),
-    )
+    """`key.startswith("module.")`."""
+    return _method_call(expr, "startswith", key) and len(expr.args) == 1 and _is_prefix(expr.args[0].value)
+
+
+def _no_argument_call(node: cst.CSTNode, method: str) -> bool:
+    """`<anything>.method()`."""
+    return _method_call(node, method) and not node.args
 
 
 def _single(stmt: cst.CSTNode) -> cst.BaseSmallStatement | None:
@@ -92,11 +134,11 @@ def _items_loop(loop: cst.For) -> tuple[str, str | None, cst.BaseExpression] | N
         if (
             isinstance(k, cst.Name)
             and isinstance(v, cst.Name)
-            and m.matches(it, m.Call(func=m.Attribute(attr=m.Name("items")), args=[]))
+            and _no_argument_call(it, "items")
         ):
             return k.value, v.value, it.func.value
     if isinstance(target, cst.Name):
-        if m.matches(it, m.Call(func=m.Attribute(attr=m.Name("keys")), args=[])):
+        if _no_argument_call(it, "keys"):
             return target.value, None, it.func.value
         return target.value, None, it
     return None
@@ -108,7 +150,7 @@ def _new_key_store(stmt: cst.CSTNode, new: str, key_expr, value_ok) -> bool:
     if not isinstance(small, cst.Assign) or len(small.targets) != 1:
         return False
     t = small.targets[0].target
-    if not (isinstance(t, cst.Subscript) and m.matches(t.value, m.Name(new)) and len(t.slice) == 1):
+    if not (isinstance(t, cst.Subscript) and _is_name(t.value, new) and len(t.slice) == 1):
         return False
     index = t.slice[0].slice
     return isinstance(index, cst.Index) and key_expr(index.value) and value_ok(small.value)
@@ -147,15 +189,16 @@ def strip_loop(
         return None
     key, value, source = parts
     if value is not None:
-        value_ok = lambda e: m.matches(e, m.Name(value))  # noqa: E731
+        value_ok = lambda e: _is_name(e, value)  # noqa: E731
     else:
-        value_ok = lambda e: m.matches(
-            e,
-            m.Subscript(
-                value=m.MatchIfTrue(lambda s: _code(s) == _code(source)),
-                slice=[m.SubscriptElement(m.Index(m.Name(key)))],
-            ),
-        )  # noqa: E731
+        # source[key]
+        value_ok = lambda e: (  # noqa: E731
+            isinstance(e, cst.Subscript)
+            and _code(e.value) == _code(source)
+            and len(e.slice) == 1
+            and isinstance(e.slice[0].slice, cst.Index)
+            and _is_name(e.slice[0].slice.value, key)
+        )
     body = list(loop.body.body)
     names = {key} | ({value} if value else set())
     if len(body) == 1 and _new_key_store(body[0], new, lambda e: _strips(e, key, generic), value_ok):
@@ -168,7 +211,7 @@ def strip_loop(
     if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
         temp = small.targets[0].target.value
         if _strips(small.value, key, generic) and _new_key_store(
-            body[1], new, lambda e: m.matches(e, m.Name(temp)), value_ok
+            body[1], new, lambda e: _is_name(e, temp), value_ok
         ):
             return new, ctor, source, names | {temp}
     # if k.startswith("module."): k = k[7:]    then    new[k] = v
@@ -183,9 +226,9 @@ def strip_loop(
         if (
             isinstance(inner, cst.Assign)
             and len(inner.targets) == 1
-            and m.matches(inner.targets[0].target, m.Name(key))
+            and _is_name(inner.targets[0].target, key)
             and _strips(inner.value, key, generic)
-            and _new_key_store(body[1], new, lambda e: m.matches(e, m.Name(key)), value_ok)
+            and _new_key_store(body[1], new, lambda e: _is_name(e, key), value_ok)
         ):
             return new, ctor, source, names
     return None
@@ -230,9 +273,9 @@ def strip_comprehension(
     k, v = (e.value for e in target.elements)
     if not (isinstance(k, cst.Name) and isinstance(v, cst.Name)):
         return None
-    if not m.matches(comp.iter, m.Call(func=m.Attribute(attr=m.Name("items")), args=[])):
+    if not _no_argument_call(comp.iter, "items"):
         return None
-    if not (_strips(key_expr, k.value, generic) and m.matches(val_expr, m.Name(v.value))):
+    if not (_strips(key_expr, k.value, generic) and _is_name(val_expr, v.value)):
         return None
     return name, ctor, comp.iter.func.value
 
@@ -675,15 +718,12 @@ class _HandStrips(cst.CSTVisitor):
         self.found: list[cst.CSTNode] = []
 
     def visit_Call(self, node: cst.Call) -> None:
-        if m.matches(
-            node,
-            m.Call(func=m.Attribute(attr=m.Name("replace")), args=[m.Arg(m.MatchIfTrue(_is_prefix)), m.ZeroOrMore()]),
-        ):
+        if _method_call(node, "replace") and node.args and _is_prefix(node.args[0].value):
             self.found.append(node)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        lower = m.Call(func=m.Name("len"), args=[m.Arg(m.MatchIfTrue(_is_prefix))])
-        if m.matches(node, m.Subscript(slice=[m.SubscriptElement(m.Slice(lower=lower))])):
+        cut = _one_slice(node)
+        if cut is not None and _len_prefix(cut.lower):
             self.found.append(node)
 
 

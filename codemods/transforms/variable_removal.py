@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Sequence
 
 import libcst as cst
-import libcst.matchers as m
 
 from codemods.gates.variable_removal import VARIABLE
 from codemods.helpers import args as A
@@ -238,7 +237,7 @@ class VariableRemoval(MigrationCodemod):
         if extra or len([a for a in call.args if a.keyword is None]) > len(PARAMETERS):
             return f"`Variable(...)` with other arguments ({', '.join(extra) or 'extra positional'}): remove by hand"
         volatile = bound.get("volatile")
-        if volatile is not None and m.findall(volatile.arg.value, m.Call()):
+        if volatile is not None and _has_call(volatile.arg.value):
             return "`volatile=` is computed by a call that removing it would skip: remove the wrapper by hand"
         return None
 
@@ -533,3 +532,18 @@ class _TensorTypeNames(cst.CSTVisitor):
             if name is not None:
                 self.names[name] = self.names.get(name, True) and self._is_type(node.value)
 
+
+class _Calls(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        self.found = True
+        return False
+
+
+def _has_call(expr: cst.BaseExpression) -> bool:
+    """Whether `expr` is or holds a call."""
+    finder = _Calls()
+    expr.visit(finder)
+    return finder.found
