@@ -55,7 +55,7 @@ def env(tmp_path_factory):
         f["label"] = rng.standard_normal((ROWS, 3)).astype("f4")
         f["fc/feats"] = rng.standard_normal((ROWS, 2)).astype("f4")
     spec = registry.get("TM201")
-    for case in ("basic", "aliases", "helper_method", "subclass"):
+    for case in ("basic", "aliases", "helper_method", "subclass", "local_import"):
         source = (CASES / f"{case}.in.py").read_text()
         result = transform_source(source, [spec])
         assert result.changed and result.problem is None
@@ -78,8 +78,11 @@ def build(env, version: str) -> list[Dataset]:
     """One dataset of each map-style fixture class, from the `before` or `after` module."""
     basic = importlib.import_module(f"tm201_basic_{version}")
     aliases = importlib.import_module(f"tm201_aliases_{version}")
+    local_import = importlib.import_module(f"tm201_local_import_{version}")
     opt = SimpleNamespace(input_label_h5=env.data, input_fc_h5=env.data)
-    return [basic.Frames(env.frames), aliases.DatasetFromHdf5(env.data), aliases.Captions(opt)]
+    return [
+        basic.Frames(env.frames), aliases.DatasetFromHdf5(env.data), aliases.Captions(opt), local_import.Frames(env.data)
+    ]
 
 
 def items(dataset, **loader) -> list:
@@ -113,14 +116,14 @@ def test_migrated_leaves_no_file_open_after_construction(env):
     before = open_files()
     datasets = build(env, "after")
     assert open_files() == before
-    assert [len(d) for d in datasets] == [ROWS] * 3  # metadata read in __init__ and through the handle
+    assert [len(d) for d in datasets] == [ROWS] * len(datasets)  # metadata read in __init__ and through the handle
 
 
 @pytest.mark.parametrize("method", START_METHODS)
 def test_migrated_workers_yield_the_serial_items(env, method):
     dataset = ConcatDataset(build(env, "after"))
     serial = items(dataset, num_workers=0)
-    assert len(serial) == 3 * ROWS
+    assert len(serial) == len(dataset.datasets) * ROWS
     parallel = items(dataset, num_workers=2, multiprocessing_context=method)
     assert parallel == serial
 

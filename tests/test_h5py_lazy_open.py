@@ -6,6 +6,7 @@ import textwrap
 
 from codemods import registry
 from codemods.api import Options, migrate, transform_source
+from codemods.engine import name_guard
 from codemods.helpers.facts import RepoFacts, collect_facts
 
 TM201 = [registry.get("TM201")]
@@ -117,3 +118,48 @@ def test_slots_are_declined_with_a_finding():
     result = transform_source(source, TM201)
     assert not result.changed
     assert [(f.line, f.kind) for f in result.findings] == [(9, "finding")]
+
+
+def test_the_helper_opens_files_through_the_module_import_and_the_others_go():
+    source = _src(
+        """
+        import h5py
+        from h5py import File as H5File
+        from torch.utils.data import Dataset
+
+
+        class A(Dataset):
+            def __init__(self, p):
+                self.f = H5File(p, "r")
+                self.g = h5py.File(p, "r")["g"]
+        """
+    )
+    result = transform_source(source, TM201)
+    code = result.code
+    assert result.rewrites == {"TM201": 2} and {f.kind for f in result.findings} == {"review"}  # nothing dropped
+    assert "H5File" not in code and code.count("import h5py") == 1  # `import h5py`, at the top
+    assert "self._value, self._pid = h5py.File(*self.args, **self.kwargs), pid" in code
+    assert name_guard.introduced(source, code) == ()
+
+
+def test_an_import_still_used_elsewhere_stays_and_a_from_import_can_open_the_files():
+    source = _src(
+        """
+        from h5py import File
+        from torch.utils.data import Dataset
+
+
+        class A(Dataset):
+            def __init__(self, p):
+                self.f = File(p, "r")
+
+
+        def count(p):
+            with File(p, "r") as f:
+                return len(f)
+        """
+    )
+    code = transform_source(source, TM201).code
+    assert code.startswith("from h5py import File\n") and "= File(*self.args, **self.kwargs), pid" in code
+    assert "import h5py" not in code
+    assert name_guard.introduced(source, code) == ()

@@ -299,6 +299,15 @@ def test_every_codemod_fixture_output_passes_the_guard(before: Path) -> None:
 
 def test_pending_defects_are_only_import_hygiene() -> None:
     assert all(kinds <= {"unused-import", "duplicate-import"} for kinds in name_guard.PENDING.values())
+    assert not {"TM006", "TM008", "TM201"} & set(name_guard.PENDING)  # they retire what they leave unused
+
+
+def test_tm006_retires_the_import_its_rewrite_left_unused() -> None:
+    # fairseq 0.6.2's modules/highway.py: `F.sigmoid` was the last use of `F`
+    source = "import torch\nimport torch.nn.functional as F\n\n\ndef gate(x):\n    return F.sigmoid(x)\n"
+    result = transform_source(source, [registry.get("TM006")])
+    assert result.rewrites == {"TM006": 1} and not _guard_findings(result)
+    assert result.code == "import torch\n\n\ndef gate(x):\n    return torch.sigmoid(x)\n"
 
 
 # -- the engine: reports, notebooks ---------------------------------------------------------------

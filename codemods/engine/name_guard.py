@@ -90,9 +90,7 @@ _UNPARSED = Breakage("undefined-name", "<the whole file: it no longer parses>", 
 # rewrote away unused; reported on issue 15): code -> the kinds not held against it. Only
 # import hygiene is ever listed here, never a kind that makes code crash.
 PENDING: dict[str, frozenset[str]] = {
-    "TM008": frozenset({"unused-import"}),  # `import ...dataloader as dl` after `dl.default_convert` moved
     "TM103": frozenset({"unused-import"}),  # `import torch.nn as nn` after its last `nn.DataParallel`
-    "TM201": frozenset({"unused-import", "duplicate-import"}),  # the module's `import h5py`; the helper imports its own
 }
 
 

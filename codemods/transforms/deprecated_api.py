@@ -165,9 +165,11 @@ class DeprecatedApi(MigrationCodemod):
         new = entry["replacement"]
         module, _, short = new.rpartition(".")
         local = head(original_func)
+        # `F.sigmoid` -> `torch.sigmoid` may be the last use of `import torch.nn.functional as F`
+        # (the remover keeps it while anything else uses it; never drops `import torch`).
+        retire(self, self.forms, local)
         form = self.forms.get(local) if isinstance(original_func, cst.Name) else None
         if form is not None and form.obj is not None:
-            retire(self, self.forms, local)
             if form.module == module and short not in self._module_names():
                 self.add_needed_import(module, short)
                 return cst.Name(short)
@@ -342,8 +344,7 @@ class DeprecatedApi(MigrationCodemod):
         return None
 
     def _retire(self, original: cst.Call) -> None:
-        if isinstance(original.func, cst.Name):
-            retire(self, self.forms, original.func.value)
+        retire(self, self.forms, head(original.func))
 
     def _matrix_rank(self, original: cst.Call, call: cst.Call, entry: dict):
         bound = A.bind(call, entry["positional"])

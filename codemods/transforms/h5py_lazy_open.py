@@ -10,8 +10,10 @@ from codemods.gates.h5py_lazy_open import H5_FILE
 from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.facts import is_dataset_base
 from codemods.helpers.scope import ScopeNodes as _Scope
+from codemods.helpers.spelling import ImportForm, head, import_forms
 from codemods.helpers.statements import is_docstring
-from codemods.transforms.h5py_runtime import DESCRIPTOR, HELPER, LAZY
+from codemods.transforms.h5py_runtime import DESCRIPTOR, LAZY
+from codemods.transforms.h5py_runtime import helper as helper_text
 
 # Calls that read a value out of what they are given instead of keeping it (`self.n = len(f["x"])`).
 COPYING = frozenset(
@@ -46,6 +48,10 @@ def _navigates(read: cst.Subscript) -> bool:
         return False
     return not isinstance(read.slice[0].slice.value, (cst.Integer, cst.Float, cst.Tuple, cst.Ellipsis, cst.UnaryOperation))
 
+
+# Names the helper's `_H5Lazy.open` binds or reads itself: a module-level spelling of `h5py.File`
+# headed by one of them would not reach it.
+HELPER_NAMES = frozenset({"self", "pid", "source", "os", LAZY, DESCRIPTOR, "_H5_INHERITED"})
 
 # Attributes of an h5py dataset that are values, not handles (`.value` read it all in h5py < 3).
 VALUE_ATTRIBUTES = frozenset({"value", "shape", "dtype", "size", "ndim"})
@@ -153,6 +159,7 @@ class H5pyLazyOpen(MigrationCodemod):
         self._dataset_classes: set[str] = set()
         self._top_level: set[int] = set()  # id() of the module's own top-level classes
         self._module_handles: dict[str, cst.CSTNode] = {}
+        self._open_heads: set[str] = set()  # how the rewritten opens spelled h5py.File: `h5py`, `h5`, `H5File`
 
     # -- what the module says about itself ----------------------------------------------------
 
@@ -241,6 +248,7 @@ class H5pyLazyOpen(MigrationCodemod):
                 " (DataLoader workers each open their own); `__init__` closes what it opened",
             )
         self._migrated.append(original_node.name.value)
+        self._open_heads |= {head(call.func) for call in plan.opens} - {None}
         self._lazy_attributes[original_node.name.value] = set(plan.attributes) | self._inherited(original_node)
         return _ClassRewriter(plan, self._init(original_node)).rewrite(original_node)
 
@@ -478,11 +486,18 @@ class H5pyLazyOpen(MigrationCodemod):
         if not self._migrated or _defines(updated_node, LAZY):
             return updated_node
         self.add_needed_import("os")
+        forms = import_forms(original_node)
+        # The helper opens files through the module's own import of h5py, so that it stays used;
+        # the imports only the rewritten opens used go (each is kept while anything still uses it).
+        for local in self._open_heads:
+            form = forms.get(local)
+            if form is not None and form.module.split(".")[0] == "h5py":
+                self.remove_unused_import(form.module, form.obj, form.asname)
         body = list(updated_node.body)
         at = next(
             i for i, s in enumerate(body) if isinstance(s, cst.ClassDef) and s.name.value == self._migrated[0]
         )
-        helper = list(cst.parse_module(HELPER).body)
+        helper = list(cst.parse_module(helper_text(self._h5py_file(forms))).body)
         blank = (cst.EmptyLine(indent=False), cst.EmptyLine(indent=False))
         helper[0] = helper[0].with_changes(leading_lines=blank if at else ())
         cls = body[at]
@@ -490,6 +505,20 @@ class H5pyLazyOpen(MigrationCodemod):
         if blanks < 2:  # two blank lines between the helper and the class, not three
             body[at] = cls.with_changes(leading_lines=(*blank[blanks:], *cls.leading_lines))
         return updated_node.with_changes(body=[*body[:at], *helper, *body[at:]])
+
+    def _h5py_file(self, forms: dict[str, ImportForm]) -> str | None:
+        """How the helper can spell `h5py.File` with a module-level import (`import h5py [as h5]`
+        first, then `from h5py import File [as F]`); None when h5py is bound only inside
+        functions (the helper then imports it where it opens a file, as a lazy import would)."""
+        found = None
+        for local, form in forms.items():
+            if not form.module_level or local in self.imports.shadowed or local in HELPER_NAMES:
+                continue
+            if form.obj is None and form.module.split(".")[0] == "h5py" and (form.asname is None or form.module == "h5py"):
+                return f"{local}.File"  # `import h5py`, `import h5py.x` (binds h5py), `import h5py as h5`
+            if form.module == "h5py" and form.obj == "File" and found is None:
+                found = local
+        return found
 
 
 def _chain_top(node: cst.CSTNode, scope: _Scope) -> cst.CSTNode:

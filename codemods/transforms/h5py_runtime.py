@@ -3,6 +3,12 @@
 It is kept here as text (the migrated code must never import torch-migrate) and parsed by the
 codemod. `tests/test_behaviour_h5py_lazy_open.py` runs it with real files and real DataLoader
 workers under `fork` and `spawn`.
+
+`HELPER` imports h5py where it opens a file (under a name of its own, so that an import of
+h5py that only the rewritten opens used is seen as unused and goes), for a module that binds
+h5py only inside functions; `helper(spelling)` opens files through the module's own import
+instead (`h5py.File`, `h5.File`, `H5File`), so that the module keeps one import of h5py and
+uses it.
 """
 
 LAZY = "_H5Lazy"
@@ -43,9 +49,9 @@ class _H5Lazy:
         if self.source is None:
             if self._pid != pid:
                 self._forget()
-                import h5py
+                import h5py as _h5py
 
-                self._value, self._pid = h5py.File(*self.args, **self.kwargs), pid
+                self._value, self._pid = _h5py.File(*self.args, **self.kwargs), pid
             return self._value
         source = self.source.open()
         if self._from is not source or self._pid != pid:
@@ -103,3 +109,17 @@ class _H5PerProcess:
             if isinstance(value, _H5Lazy) and (not names or name in names):
                 value.close()
 '''
+
+_IMPORT_AND_OPEN = """\
+                import h5py as _h5py
+
+                self._value, self._pid = _h5py.File(*self.args, **self.kwargs), pid
+"""
+
+
+def helper(h5py_file: str | None) -> str:
+    """The helper's text, opening files with `h5py_file` (how the module spells `h5py.File`
+    at module level), or importing h5py itself when that is None."""
+    if h5py_file is None:
+        return HELPER
+    return HELPER.replace(_IMPORT_AND_OPEN, f"                self._value, self._pid = {h5py_file}(*self.args, **self.kwargs), pid\n")

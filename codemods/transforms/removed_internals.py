@@ -8,6 +8,7 @@ from codemods.gates.removed_internals import table
 from codemods.helpers import from_imports
 from codemods.helpers.names import dotted
 from codemods.helpers.references import ReferenceCodemod
+from codemods.helpers.spelling import ImportForm, head, import_forms, retire
 
 HELPER = "zero_gradients"
 HELPER_TEMPLATE = '''
@@ -83,6 +84,20 @@ class RemovedInternals(ReferenceCodemod):
         self._type_test_args: set[int] = set()
         self._helper_needed: str | None = None
         self._bare_tests: set[int] = set()  # ids of expressions that need no parentheses
+        self._forms: dict[str, ImportForm] | None = None  # the module's imports, read on first need
+
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        self._tree, self._forms = tree, None
+        return super().transform_module_impl(tree)
+
+    def _retire(self, original: cst.BaseExpression) -> None:
+        """`dl.default_convert` -> `torch.utils.data.default_convert` may be the last use of
+        `import torch.utils.data.dataloader as dl`: queue its removal (kept while still used)."""
+        if not isinstance(original, cst.Attribute):
+            return  # a from-imported name: its import line is rewritten in place
+        if self._forms is None:
+            self._forms = import_forms(self._tree)
+        retire(self, self._forms, head(original))
 
     def visit_If(self, node: cst.If) -> None:
         self._bare_tests.add(id(node.test))
@@ -138,6 +153,7 @@ class RemovedInternals(ReferenceCodemod):
         if spelled is None:
             self.finding(original, f"`{qualified}` moved to `{entry['to']}`, whose module name is taken here")
             return None
+        self._retire(original)
         return cst.parse_expression(f"{spelled}.{name}")
 
     def review_for(self, qualified: str, original: cst.CSTNode) -> str | None:
@@ -159,6 +175,7 @@ class RemovedInternals(ReferenceCodemod):
         self._helper_needed = HELPER
         if isinstance(original, cst.Name) and original.value == HELPER:
             return None  # the helper takes the imported name's place
+        self._retire(original)
         return cst.Name(HELPER)
 
     # -- imports ---------------------------------------------------------------------------
