@@ -261,16 +261,20 @@ MODES = {"default": False, "unsafe": True}
 
 
 def run_corpus(dirs: dict[str, Path], unsafe: bool, mode: str = "diff", jobs: int | None = None, cache: bool = False):
-    """The whole pipeline (default, or with --unsafe) over every project in one run, config ignored.
+    """The whole pipeline (default, or with --unsafe) over every project, config ignored.
 
-    Returns (report, {name: summary}).
+    One run per project, as a user migrates a repository: the whole-repo facts (which classes
+    define their own `cuda`, which models are wrapped) are each project's own. Returns
+    (report, {name: summary}), the report holding every project's files.
     """
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from codemods import api
+    from codemods.results import Report
 
     options = api.Options(mode=mode, unsafe=unsafe, jobs=jobs, use_config=False, cache=cache)
-    report = api.migrate(sorted(dirs.values()), options)
+    reports = [api.migrate([root], options) for _, root in sorted(dirs.items())]
+    report = Report(files=[f for r in reports for f in r.files], mode=mode, codes=reports[0].codes if reports else ())
     by_project: dict[str, list] = {name: [] for name in dirs}
     roots = [(name, root.resolve()) for name, root in dirs.items()]
     for f in report.files:
