@@ -519,3 +519,33 @@ def test_traceback_files_are_read_from_pytest_and_python_tracebacks() -> None:
         'E   File "/tmp/copy/lib/compat.py", line 2, in <module>\nlib/linalg.py:4: AttributeError\n'
     )
     assert junit.traceback_files(text) == ("tests/test_a.py", "lib/linalg.py", "/tmp/copy/lib/compat.py")
+
+
+def test_an_unfixed_test_lists_the_findings_on_the_files_of_its_baseline_traceback(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from codemods.results import FileResult, Finding, Report, Status
+    from codemods.verify.core import Session
+    from codemods.verify.model import VerifyOptions, VerifyReport
+
+    session = Session(tmp_path, VerifyOptions(), None)
+    session.workdir = tmp_path
+    session.source = SimpleNamespace(project=".")
+    session.projects = {label: tmp_path / f"{label}-{i}" for i, label in enumerate(("before", "baseline", "after"))}
+    spectral = Finding("TM006", "lib/spectral.py", 7, 11, "x.symeig() has no safe rewrite", "safe")
+    elsewhere = Finding("TM903", "lib/other.py", 3, 0, "softmax without dim", "findings-only")
+    report = VerifyReport("p", migration=Report(files=[
+        FileResult("lib/spectral.py", Status.UNCHANGED, findings=(spectral,)),
+        FileResult("lib/other.py", Status.UNCHANGED, findings=(elsewhere,)),
+    ]))  # fmt: skip
+    (change,) = compare3(
+        {"tests/test_s.py::test_l": O("passed")},
+        {"tests/test_s.py::test_l": O("failed")},
+        {"tests/test_s.py::test_l": O("failed")},
+    )
+    report.changes = [change]
+    # The baseline's traceback names the copy's absolute path: it is read back relative to the project.
+    trace = ("tests/test_s.py", str(session.projects["baseline"] / "lib" / "spectral.py"))
+    session.seen = {"baseline": {change.id: junit.Outcome("failed", "RuntimeError: removed", files=trace)}}
+    session.unfixed_findings(report)
+    assert change.kind == UNFIXED and change.findings == ["lib/spectral.py:7: TM006 x.symeig() has no safe rewrite"]
