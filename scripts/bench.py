@@ -292,6 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=Path("bench-results.json"))
     parser.add_argument("--no-h5py", action="store_true", help="skip TM201's DataLoader benchmark")
     parser.add_argument("--no-corpus", action="store_true", help="only the start-up and small-repository figures")
+    parser.add_argument(
+        "--verify", action="store_true",
+        help="also verify's wall time against its longest side, two and three sides (scripts/bench_verify.py)",
+    )  # fmt: skip
     parser.add_argument("--startup-repeat", type=int, default=9, help="repetitions of each start-up command")
     parser.add_argument(
         "--small", action="append", choices=sorted(corpus.BY_NAME),
@@ -314,9 +318,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"start-up ({args.startup_repeat} repetitions) and small repositories ({args.repeat}):")
     startup_times = startup(scratch, env, args.startup_repeat, venv / "bin" / "ruff" if venv and not args.no_ruff else None)
     small = small_repositories(small_targets, scratch, env, args.repeat, args.baseline)
+    verify_cost = _verify_cost(args.repeat) if args.verify else None
     if args.no_corpus:
         report_issue18(startup_times, small)
-        out = {"startup": startup_times, "small_repositories": small, "machine": _machine()}
+        out = {"startup": startup_times, "small_repositories": small, "verify": verify_cost, "machine": _machine()}
         args.json.write_text(json.dumps(out, indent=2) + "\n")
         print(f"\nwrote {args.json}")
         shutil.rmtree(scratch, ignore_errors=True)
@@ -407,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {
         "corpus": {"projects": sorted(dirs), "files": len(files), "lines": lines},
         "jobs": n, "repeat": args.repeat, "peer_repeat": peer_repeat, "machine": _machine(), "results": summary, "ratios": ratios,
-        "startup": startup_times, "small_repositories": small,
+        "startup": startup_times, "small_repositories": small, "verify": verify_cost,
     }  # fmt: skip
     if not args.no_h5py:
         # TM201: the lazily opened dataset against the naive "open the file in every __getitem__".
@@ -420,6 +425,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nwrote {args.json}")
     shutil.rmtree(scratch, ignore_errors=True)
     return 0
+
+
+def _verify_cost(repeat: int) -> dict:
+    """verify on the torch1_era example: wall time against the longest side (issue 23: <= 1.25x)."""
+    import bench_verify
+
+    results = bench_verify.measure(ROOT / "fixtures" / "projects" / "torch1_era", repeat)
+    print(f"verify on torch1_era (medians of {repeat}): wall / longest side")
+    for label, r in results.items():
+        print(f"  {label:<12} {r['wall_s']:7.2f} s / {r['longest_side_s']:7.2f} s = {r['ratio']:.2f}")
+    return results
 
 
 def _machine() -> dict:
