@@ -288,6 +288,7 @@ class UsedNamesRemover(cst.CSTTransformer):
                 self.unused_obj_imports.setdefault(module, set()).add((obj, alias))
         self._unused_imports: dict[cst.ImportAlias, cst.Import | cst.ImportFrom] = {}
         self._enter: set[int] = set()
+        self._orphans: dict[int, list[cst.EmptyLine]] = {}  # removed line -> its comment lines
 
     def transform(self, tree: cst.Module) -> cst.Module:
         self.visit_Module(tree)
@@ -321,6 +322,40 @@ class UsedNamesRemover(cst.CSTTransformer):
         if _skip(node) or (isinstance(node, _CLAUSES) and id(node) not in self._enter):
             return False
         return super().on_visit(node)
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine:
+        if not updated_node.body:  # the line goes: its comments must not (user text, notebook magics)
+            comments = [line for line in original_node.leading_lines if line.comment is not None]
+            if comments:
+                self._orphans[id(original_node)] = comments
+        return updated_node
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        return self._adopt(original_node, updated_node)
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        return self._adopt(original_node, updated_node)
+
+    def _adopt(self, original_node, updated_node):
+        """The comments above a removed import move to the statement that followed it (or to the
+        block's footer): removing an import never removes a comment."""
+        if not any(id(s) in self._orphans for s in original_node.body):
+            return updated_node
+        kept = iter(updated_node.body)
+        body, pending = [], []
+        for statement in original_node.body:
+            if id(statement) in self._orphans:
+                pending += self._orphans[id(statement)]
+                continue
+            new = next(kept)
+            if pending:
+                new = new.with_changes(leading_lines=(*pending, *new.leading_lines))
+                pending = []
+            body.append(new)
+        body += list(kept)
+        return updated_node.with_changes(body=body, footer=(*pending, *updated_node.footer))
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import | cst.RemovalSentinel:
         keep = []
