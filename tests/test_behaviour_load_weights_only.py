@@ -125,3 +125,21 @@ def _main(source: str, path: str):
     namespace: dict = {}
     exec(compile(source, "<snippet>", "exec"), namespace)
     return namespace["main"](path)
+
+
+def test_a_load_that_is_a_state_dict_on_one_path_only_still_loads_a_pretraining_checkpoint(tmp_path: Path) -> None:
+    import argparse
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "TM301-load-weights-only" / "whole_on_one_path.in.py"
+    migrated = transform_source(fixture.read_text(), [registry.get("TM301")]).code
+    assert "torch.load(path, weights_only=False)" in migrated
+    source = torch.nn.Linear(4, 4)
+    path = tmp_path / "pretrained.pt"
+    weights = {f"proj.{k}": v for k, v in source.state_dict().items()}
+    torch.save({"model": weights, "args": argparse.Namespace(lr=0.1)}, path)
+    namespace: dict = {}
+    exec(compile(migrated, "whole_on_one_path.py", "exec"), namespace)
+    encoder = namespace["Encoder"](path, finetuned=False)  # the migrated code loads it on torch 2.13
+    torch.testing.assert_close(encoder.proj.weight, source.weight)
+    with pytest.raises(Exception, match="Unsupported global|weights_only"):
+        torch.load(path, weights_only=True)  # what weights_only=True would have done

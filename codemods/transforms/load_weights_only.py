@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -41,29 +42,34 @@ class Flows(cst.CSTVisitor):
         self.feeds: set[int] = set()  # ids of torch.load calls whose result reaches load_state_dict
         self.partial: set[int] = set()  # ... reached through an entry of the loaded object
         self._scopes: list[tuple[dict[str, bool], list[tuple[int, str]]]] = [({}, [])]
+        self.names: dict[int, tuple[str, cst.CSTNode | None]] = {}  # such a load: its name and scope
+        self._nodes: list[cst.CSTNode | None] = [None]  # the scopes' nodes (None: the module)
 
     def _is_load(self, expr: cst.BaseExpression) -> bool:
         return isinstance(expr, cst.Call) and self.imports.resolve(expr.func) in LOADS
 
-    def _push(self) -> None:
+    def _push(self, node: cst.CSTNode) -> None:
         self._scopes.append(({}, []))
+        self._nodes.append(node)
 
     def _pop(self) -> None:
         fed, loads = self._scopes.pop()
+        scope = self._nodes.pop()
         for call, name in loads:
             if name in fed:
                 self.feeds.add(call)
+                self.names[call] = (name, scope)
                 if fed[name]:
                     self.partial.add(call)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._push()
+        self._push(node)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._pop()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._push()
+        self._push(node)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self._pop()
@@ -417,6 +423,17 @@ class LoadWeightsOnly(MigrationCodemod):
         self._module = node
         self._checkpoints: _Checkpoints | None = None
 
+    def _entries_read(self, fed: tuple[str, cst.CSTNode | None] | None) -> bool:
+        """Whether the load's scope reads entries or attributes of the name it is bound to
+        (`ckpt["model"]`, `ckpt.get`): a load that goes whole into load_state_dict on one path is
+        then more than a state dict on another (a fairseq checkpoint: {"model": ..., "args":
+        Namespace}). Read from the scope's text, so a comment naming it errs on the safe side."""
+        if fed is None:
+            return False
+        name, scope = fed
+        code = self._module.code_for_node(scope) if scope is not None else self._module.code
+        return re.search(rf"\b{re.escape(name)}\s*(?:\[|\.(?!load_state_dict\b))", code) is not None
+
     @property
     def checkpoints(self) -> _Checkpoints:
         """The module's saves and key reads: a full walk, made only for a load that needs it."""
@@ -447,7 +464,7 @@ class LoadWeightsOnly(MigrationCodemod):
         if id(original_node) in self.flows.feeds and "pickle_module" not in bound:
             reason = "the loaded object goes into load_state_dict"
             weights = True
-            if id(original_node) in self.flows.partial:
+            if id(original_node) in self.flows.partial or self._entries_read(self.flows.names.get(id(original_node))):
                 # Only an entry is a state dict: the rest of the file must be weights-only too.
                 weights, because = self.checkpoints.verdict(original_node)
                 reason = f"an entry goes into load_state_dict and {because}"
