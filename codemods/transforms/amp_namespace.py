@@ -6,7 +6,9 @@ import libcst as cst
 
 from codemods.helpers import args as A
 from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers.import_edits import UsedNamesRemover
 from codemods.helpers.spelling import head, import_forms, reference, retire
+from codemods.helpers.statements import drop_vanished, prune_if
 
 # Old qualified name -> (new qualified name, device type, kind). The submodule spellings are the
 # classes' real homes, reachable as `from torch.cuda.amp.grad_scaler import GradScaler`.
@@ -87,6 +89,12 @@ class AmpNamespace(MigrationCodemod):
     `torch.set_autocast_dtype`. A reference that is not a call or decorator (`ctx = autocast`) cannot
     be given a device type and is reported instead; so is `autocast(*args)`.
 
+    Nothing is left behind by a removed import: a block whose only statement was it
+    (`if self.args.fp16: from torch.cuda import amp`) goes too when that has no effect, as TM002's
+    leftovers do (helpers/statements.py): an `if` with a side-effect-free test and no `else`, and a
+    `try` whose handlers only raise or pass (with nothing in its body it cannot raise). Any other
+    such block (`if check():`, a handler that does something) is left as `pass`, with a finding.
+
     ## References
     - https://pytorch.org/docs/stable/amp.html
     - `torch/cuda/amp/autocast_mode.py`, `torch/cuda/amp/grad_scaler.py` (the deprecation notices)
@@ -98,7 +106,44 @@ class AmpNamespace(MigrationCodemod):
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.forms = import_forms(tree)
         self.handled: set[int] = set()  # ids of original func/decorator expressions dealt with
-        return super().transform_module_impl(tree)
+        # updated compound statement -> the original (for the position of a finding about it)
+        self.origins: dict[int, tuple[cst.CSTNode, cst.CSTNode]] = {}
+        tree = super().transform_module_impl(tree)
+        return self._prune_shells(tree)
+
+    # -- blocks whose only statement was an import retired here ----------------------------
+
+    def _prune_shells(self, tree: cst.Module) -> cst.Module:
+        """`if fp16: from torch.cuda import amp` is `if fp16: pass` once the import goes: such a
+        block goes with it where that has no effect (helpers/statements.py, as TM002 does)."""
+        if not self.context.removed:
+            return tree
+        remover = UsedNamesRemover(self.context.removed)
+        remover.visit_Module(tree)  # what the removal after the walk will remove (no edit)
+        if not remover._enter:  # only module-level imports go: no block can be left empty
+            return tree
+        going = {id(alias) for alias in remover._unused_imports}
+        return tree.visit(_Shells(self, going, remover._enter))
+
+    def _record_origin(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:
+        self.origins[id(updated_node)] = (original_node, updated_node)
+        self.remember(original_node)
+        return updated_node
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
+        return self._record_origin(original_node, updated_node)
+
+    def leave_Try(self, original_node: cst.Try, updated_node: cst.Try) -> cst.Try:
+        return self._record_origin(original_node, updated_node)
+
+    def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.For:
+        return self._record_origin(original_node, updated_node)
+
+    def leave_While(self, original_node: cst.While, updated_node: cst.While) -> cst.While:
+        return self._record_origin(original_node, updated_node)
+
+    def leave_With(self, original_node: cst.With, updated_node: cst.With) -> cst.With:
+        return self._record_origin(original_node, updated_node)
 
     def _entry(self, expr: cst.BaseExpression) -> tuple[str, str, str] | None:
         name = self.qualified_name(expr)
@@ -217,3 +262,125 @@ class AmpNamespace(MigrationCodemod):
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         self._bare(node.item)
+
+
+_SUITES = (cst.IndentedBlock, cst.SimpleStatementSuite)
+_CLAUSES = (cst.BaseCompoundStatement, cst.ExceptHandler, cst.ExceptStarHandler, cst.Else, cst.Finally, cst.MatchCase)
+
+
+def _dead_handler(handler: cst.ExceptHandler) -> bool:
+    """A handler that only re-raises or passes (`except AttributeError: raise AttributeError(...)`)."""
+    body = handler.body.body if isinstance(handler.body, cst.IndentedBlock) else [handler.body]
+    return all(
+        isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
+        and all(isinstance(small, (cst.Raise, cst.Pass)) for small in line.body)
+        for line in body
+    )
+
+
+class _Shells(cst.CSTTransformer):
+    """After TM004's walk, before the import removal: the blocks whose every statement is an import
+    about to be removed (or a statement that went here). An `if` with a side-effect-free test and
+    no `else` goes, and a `try` with only re-raising or passing handlers (a `try` whose body is
+    empty cannot raise); any other such block is left to become `pass`, with a finding."""
+
+    def __init__(self, codemod: AmpNamespace, going: set[int], enter: set[int]) -> None:
+        super().__init__()
+        self.codemod = codemod
+        self.going = going  # ids of the import aliases the removal will take
+        self.enter = enter  # ids of the compound statements and clauses around them
+        # ids of the lines the removal will empty, of statements that go, of emptied blocks
+        # (the values keep the nodes alive so that no id is reused)
+        self.lines: dict[int, cst.CSTNode] = {}
+        self.vanish: dict[int, cst.CSTNode] = {}
+        self.emptied: dict[int, cst.CSTNode] = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.Module, *_SUITES)):
+            return True
+        if isinstance(node, _CLAUSES):
+            return id(node) in self.enter
+        return False  # statement lines and expressions: nothing in them changes here
+
+    def _goes(self, line: cst.BaseSuite | cst.SimpleStatementLine) -> bool:
+        return all(
+            isinstance(small, (cst.Import, cst.ImportFrom))
+            and not isinstance(small.names, cst.ImportStar)
+            and all(id(alias) in self.going for alias in small.names)
+            for small in line.body
+        )
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        if updated_node.body and self._goes(updated_node):
+            self.lines[id(updated_node)] = updated_node
+        return updated_node
+
+    def leave_SimpleStatementSuite(self, original_node, updated_node):
+        if updated_node.body and self._goes(updated_node):
+            self.emptied[id(updated_node)] = updated_node
+        return updated_node
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        body = updated_node.body
+        if not any(id(s) in self.vanish or id(s) in self.lines for s in body):
+            return updated_node
+        if any(id(s) in self.vanish for s in body):
+            kept, left = drop_vanished(body, self.vanish)
+            if kept:
+                updated_node = updated_node.with_changes(body=kept, footer=[*left, *updated_node.footer])
+            else:
+                updated_node = updated_node.with_changes(body=[cst.SimpleStatementLine([cst.Pass()], leading_lines=left)])
+                self.emptied[id(updated_node)] = updated_node
+                return updated_node
+        if all(id(s) in self.lines for s in updated_node.body):
+            self.emptied[id(updated_node)] = updated_node
+        return updated_node
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        if any(id(s) in self.vanish for s in updated_node.body):
+            body, left = drop_vanished(updated_node.body, self.vanish)
+            updated_node = updated_node.with_changes(body=body, footer=[*left, *updated_node.footer])
+        return updated_node
+
+    def leave_Else(self, original_node: cst.Else, updated_node: cst.Else) -> cst.Else:
+        if id(updated_node.body) in self.emptied:
+            self.vanish[id(updated_node)] = updated_node
+        return updated_node
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
+        pruned = prune_if(updated_node, original_node.test, self.emptied, self.vanish)
+        if pruned is None:
+            self.vanish[id(updated_node)] = updated_node
+            return updated_node
+        return self._left_empty(original_node, pruned, "its condition")
+
+    def leave_Try(self, original_node: cst.Try, updated_node: cst.Try) -> cst.Try:
+        if (
+            id(updated_node.body) in self.emptied
+            and updated_node.orelse is None
+            and updated_node.finalbody is None
+            and all(_dead_handler(h) for h in updated_node.handlers)
+        ):
+            self.vanish[id(updated_node)] = updated_node  # nothing in it can raise: its handlers are dead
+            return updated_node
+        return self._left_empty(original_node, updated_node, "its handlers or its else/finally")
+
+    def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.For:
+        return self._left_empty(original_node, updated_node, "the loop itself")
+
+    def leave_While(self, original_node: cst.While, updated_node: cst.While) -> cst.While:
+        return self._left_empty(original_node, updated_node, "the loop itself")
+
+    def leave_With(self, original_node: cst.With, updated_node: cst.With) -> cst.With:
+        return self._left_empty(original_node, updated_node, "its context manager")
+
+    def _left_empty(self, original_node, updated_node, effects: str):
+        if id(updated_node.body) in self.emptied:
+            origin = self.codemod.origins.get(id(original_node), (original_node,))[0]
+            self.codemod.finding(
+                origin,
+                "its only statement was an import of `torch.cuda.amp`/`torch.cpu.amp` that nothing uses"
+                f" any more, so this block is `pass` now; delete it ({effects} may have effects, so it is"
+                " not removed)",
+            )
+        return updated_node

@@ -11,6 +11,7 @@ from codemods.helpers import args as A
 from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.names import dotted
 from codemods.helpers.patterns import Words
+from codemods.helpers.statements import drop_vanished, prune_if, reference
 
 TENSOR_TYPE_WORDS = Words(r"Tensor\b")  # the lines that can bind a name to a legacy tensor type
 
@@ -68,8 +69,6 @@ GRAD_MODES = frozenset(
      "torch.autograd.no_grad", "torch.autograd.enable_grad", "torch.autograd.set_grad_enabled",
      "torch.autograd.grad_mode.no_grad"}
 )  # fmt: skip
-# Builtins a test may call without effects: `if not isinstance(x, Variable): x = Variable(x)` goes whole.
-PURE_BUILTINS = frozenset({"isinstance", "issubclass", "callable"})
 NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"})
 # Tensor methods that make a new tensor requiring no grad, whatever their receiver.
 NEW_TENSOR_METHODS = frozenset("detach new new_zeros new_ones new_empty new_full new_tensor".split())
@@ -349,21 +348,7 @@ class VariableRemoval(MigrationCodemod):
     def _drop_vanished(self, statements) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
         """`statements` without the vanished ones, whose comments move onto the next statement;
         the comments with no statement after them are returned."""
-        body: list[cst.BaseStatement] = []
-        pending: list[cst.EmptyLine] = []
-        for statement in statements:
-            if id(statement) in self._vanish:
-                pending += _comment_lines(statement)
-                continue
-            if pending:
-                own = list(statement.leading_lines)
-                if own and own[0].comment is None:  # one blank line, not two
-                    while pending and pending[-1].comment is None:
-                        pending.pop()
-                statement = statement.with_changes(leading_lines=[*pending, *own])
-                pending = []
-            body.append(statement)
-        return body, pending
+        return drop_vanished(statements, self._vanish)
 
     def visit_With(self, node: cst.With) -> None:
         self._no_grad += self._grad_mode(node, NO_GRAD)
@@ -386,16 +371,11 @@ class VariableRemoval(MigrationCodemod):
         return updated_node
 
     def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
-        orelse = updated_node.orelse
-        if orelse is not None and id(orelse) in self._vanish:
-            if id(updated_node.body) in self._emptied and _pure(original_node.test):
-                self._vanish[id(updated_node)] = updated_node  # every branch is empty and the tests do nothing
-                return updated_node
-            updated_node = updated_node.with_changes(orelse=None)
-        elif orelse is None and id(updated_node.body) in self._emptied and _pure(original_node.test):
+        pruned = prune_if(updated_node, original_node.test, self._emptied, self._vanish)
+        if pruned is None:
             self._vanish[id(updated_node)] = updated_node
             return updated_node
-        return self._left_empty(original_node, updated_node, "its condition")
+        return self._left_empty(original_node, pruned, "its condition")
 
     def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.For:
         return self._left_empty(original_node, updated_node, "the loop itself")
@@ -440,33 +420,12 @@ def _operand(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
-def _reference(expr: cst.BaseExpression) -> str | None:
-    """A key for `a`, `a.b`, `a[0]`, `a['k']`, `a[i]` or a tuple of them (evaluating one has no
-    effect that assigning it back would repeat); None for anything else."""
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        inner = _reference(expr.value)
-        return None if inner is None else f"{inner}.{expr.attr.value}"
-    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
-        inner, index = _reference(expr.value), expr.slice[0].slice.value
-        if inner is None:
-            return None
-        if isinstance(index, (cst.Integer, cst.SimpleString)):
-            return f"{inner}[{index.value}]"
-        return None if _reference(index) is None else f"{inner}[{_reference(index)}]"
-    if isinstance(expr, (cst.Tuple, cst.List)) and expr.elements:
-        parts = [_reference(e.value) if isinstance(e, cst.Element) else None for e in expr.elements]
-        return None if None in parts else "(" + ", ".join(parts) + ")"
-    return None
-
-
 def _is_no_op(statement: cst.BaseSmallStatement) -> bool:
     """`x = x`, `self.h = self.h`, `a, b = a, b`."""
     if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
         return False
-    key = _reference(statement.targets[0].target)
-    return key is not None and key == _reference(statement.value)
+    key = reference(statement.targets[0].target)
+    return key is not None and key == reference(statement.value)
 
 
 def _without_no_ops(original: Sequence[cst.BaseSmallStatement], updated: Sequence[cst.BaseSmallStatement]):
@@ -478,39 +437,6 @@ def _without_no_ops(original: Sequence[cst.BaseSmallStatement], updated: Sequenc
     if kept:
         kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
     return kept
-
-
-def _pure(test: cst.BaseExpression) -> bool:
-    """A condition whose evaluation has no effect: names, attributes, literals, `isinstance(...)`,
-    and `not`/`and`/`or`/comparisons of those."""
-    if isinstance(test, (cst.Name, cst.Integer, cst.Float, cst.SimpleString)) or _reference(test) is not None:
-        return True
-    if isinstance(test, cst.UnaryOperation):
-        return _pure(test.expression)
-    if isinstance(test, cst.BooleanOperation):
-        return _pure(test.left) and _pure(test.right)
-    if isinstance(test, cst.Comparison):
-        return _pure(test.left) and all(_pure(c.comparator) for c in test.comparisons)
-    if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value in PURE_BUILTINS:
-        return not A.has_star_args(test) and all(a.keyword is None and _pure(a.value) for a in test.args)
-    return False
-
-
-class _Comments(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found: list[cst.Comment] = []
-
-    def visit_Comment(self, node: cst.Comment) -> None:
-        self.found.append(node)
-
-
-def _comment_lines(statement: cst.BaseStatement) -> list[cst.EmptyLine]:
-    """What must stay of a statement that goes: its leading lines, then each comment in it on a line of its own."""
-    leading = list(statement.leading_lines)
-    finder = _Comments()
-    statement.visit(finder)
-    own = {id(line.comment) for line in leading if line.comment is not None}
-    return leading + [cst.EmptyLine(comment=c) for c in finder.found if id(c) not in own]
 
 
 class _TensorTypeNames(cst.CSTVisitor):
