@@ -290,6 +290,13 @@ class UsedNamesRemover(cst.CSTTransformer):
         self._enter: set[int] = set()
         self._orphans: dict[int, list[cst.EmptyLine]] = {}  # removed line -> its comment lines
 
+    def plan(self, tree: cst.Module) -> tuple[set[int], set[int]]:
+        """What `transform(tree)` will remove, without editing: the ids of the import aliases that
+        go, and of the compound statements and clauses around them (empty when all are at module
+        level). A codemod that must tidy what a removal leaves (TM004's emptied guards) reads it."""
+        self.visit_Module(tree)
+        return {id(alias) for alias in self._unused_imports}, set(self._enter)
+
     def transform(self, tree: cst.Module) -> cst.Module:
         self.visit_Module(tree)
         if not self._unused_imports:

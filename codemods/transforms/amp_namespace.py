@@ -118,12 +118,10 @@ class AmpNamespace(MigrationCodemod):
         block goes with it where that has no effect (helpers/statements.py, as TM002 does)."""
         if not self.context.removed:
             return tree
-        remover = UsedNamesRemover(self.context.removed)
-        remover.visit_Module(tree)  # what the removal after the walk will remove (no edit)
-        if not remover._enter:  # only module-level imports go: no block can be left empty
+        going, around = UsedNamesRemover(self.context.removed).plan(tree)  # what the removal after the walk takes
+        if not around:  # only module-level imports go: no block can be left empty
             return tree
-        going = {id(alias) for alias in remover._unused_imports}
-        return tree.visit(_Shells(self, going, remover._enter))
+        return tree.visit(_Shells(self, going, around))
 
     def _record_origin(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:
         self.origins[id(updated_node)] = (original_node, updated_node)
