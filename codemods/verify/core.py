@@ -231,7 +231,7 @@ class Session:
             if run.usable:
                 return expand(run.tests, tests)
             if run.tests is None and (SUITE in ids or self.command.pytest is None):
-                return self.side_outcomes(run, Run(0, 0, {SUITE: junit.Outcome("passed")}, ""))  # by exit status
+                return self.side_outcomes(run)  # by exit status
         return None
 
     # -- the steps --------------------------------------------------------------------------
@@ -305,7 +305,9 @@ class Session:
                 if not device.has_pytest:
                     raise Abort(f"the {which} interpreter {device.python} cannot import pytest, which runs the tests")
 
-    def side_outcomes(self, run: Run, other: Run) -> dict[str, junit.Outcome]:
+    def side_outcomes(self, run: Run, ids: Iterable[str] | None = None) -> dict[str, junit.Outcome]:
+        """The run's per-test outcomes; without any, its exit status stands for each of `ids`
+        (the tests another run saw), or for the whole command (SUITE)."""
         if run.tests is not None:
             return run.tests
         last = run.tail.strip().splitlines()[-1] if run.tail.strip() else ""
@@ -316,8 +318,7 @@ class Session:
             outcome = "passed" if run.returncode == 0 else "error"
             message = f"pytest gave no per-test results (exit {run.returncode}): {last}"
         message = message[:300]
-        ids = list(other.tests) if other.tests else [SUITE]
-        return {i: junit.Outcome(outcome, message) for i in ids}
+        return {i: junit.Outcome(outcome, message) for i in (list(ids or ()) or [SUITE])}
 
     def test_phase(self, report: VerifyReport, before: Path, after: Path) -> None:
         labels = self.labels
@@ -345,7 +346,7 @@ class Session:
         elif first_before.returncode != 0 and first_after.returncode != 0:
             report.notes.append("the test command fails both before and after: no evidence either way")
         other = {"before": first_after, "baseline": first_before, "after": first_before}
-        outcomes = {label: self.side_outcomes(run, other[label]) for label, run in runs.items()}
+        outcomes = {label: self.side_outcomes(run, other[label].tests) for label, run in runs.items()}
         if self.command.pytest is None and (first_before.tests is None or first_after.tests is None):
             report.notes.append(
                 "the test command is not pytest and printed no per-test results (unittest -v style) on "
@@ -529,7 +530,7 @@ class Session:
                     for label in self.labels
                 }  # fmt: skip
                 run = self.run_tests(project, "without")
-                after = self.side_outcomes(run, Run(0, 0, first["before"], ""))
+                after = self.side_outcomes(run, first["before"])
                 compared = compare3(first["before"], first["baseline"], after) if self.three else compare(first["before"], after)
                 regressions = [c.id for c in compared if c.kind in COUNTED and c.id not in flaky]
             probe = self.probe_after(project).status if report.probe is not None else None
