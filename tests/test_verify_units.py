@@ -58,11 +58,11 @@ def test_rerun_target_found_above_the_working_directory(tmp_path: Path) -> None:
     (tmp_path / "tests" / "test_a.py").write_text("")
     sub = tmp_path / "pkg"
     sub.mkdir()
-    target = junit.rerun_target("tests/test_a.py::test_x", junit.Outcome("failed"), [sub, tmp_path])
+    target = junit.rerun_target("tests/test_a.py::test_x", [sub, tmp_path])
     assert target == f"{tmp_path}/tests/test_a.py::test_x"
-    assert junit.rerun_target("tests/test_a.py", junit.Outcome("error"), [sub, tmp_path]) == f"{tmp_path}/tests/test_a.py"
-    assert junit.rerun_target("tests/nope.py::test_x", junit.Outcome("failed"), [sub, tmp_path]) is None
-    assert junit.rerun_target("tests.base.TestBase::t", junit.Outcome("failed"), [tmp_path]) is None
+    assert junit.rerun_target("tests/test_a.py", [sub, tmp_path]) == f"{tmp_path}/tests/test_a.py"
+    assert junit.rerun_target("tests/nope.py::test_x", [sub, tmp_path]) is None
+    assert junit.rerun_target("tests.base.TestBase::t", [tmp_path]) is None
 
 
 def O(outcome: str) -> junit.Outcome:  # noqa: N802

@@ -184,7 +184,7 @@ class Session:
         paths = None
         if targets is not None and command.pytest is not None:
             bases = [project, *project.parents]
-            paths = [junit.rerun_target(i, junit.Outcome("passed"), bases) for i in targets]
+            paths = [junit.rerun_target(i, bases) for i in targets]
             if not all(paths) or len(paths) > MAX_TARGETS:
                 paths = None
         argv = command.argv(xml, paths, cwd=project)

@@ -101,7 +101,7 @@ def parse(path: Path) -> dict[str, Outcome]:
     return results
 
 
-def rerun_target(test_id: str, outcome: Outcome, bases: list[Path]) -> str | None:
+def rerun_target(test_id: str, bases: list[Path]) -> str | None:
     """An absolute pytest argument selecting `test_id`, or None when its file cannot be found.
 
     Node ids are relative to pytest's rootdir, which may be the working directory or one above it.
