@@ -23,6 +23,7 @@ from codemods.engine.source import SourceError, decode
 from codemods.helpers.context import FileContext
 from codemods.helpers.facts import FileFacts, RepoFacts, collect_facts, file_facts, merge
 from codemods.results import FileResult, Problem, Report, Status
+from codemods.versions import NEWEST, Target, target_version
 
 MODES = ("write", "diff", "check")
 _FACTS_POOL_THRESHOLD = 200
@@ -43,16 +44,23 @@ class Options:
     use_config: bool = True
     cache: bool = True  # the per-file result cache (engine/cache.py); False: --no-cache
     fail_on_findings: bool = False  # open findings set exit bit 1 (by default only pending rewrites do)
+    target_torch: str | None = None  # the torch the output must run on ("1.13"); None: derived (target_for)
 
 
 def transform_source(
-    source: str, specs: Sequence[registry.Spec] | None = None, path: str = "<string>", facts: RepoFacts | None = None
+    source: str,
+    specs: Sequence[registry.Spec] | None = None,
+    path: str = "<string>",
+    facts: RepoFacts | None = None,
+    target_torch: str | None = None,
 ) -> pipeline.Result:
-    """Migrate one module's text (default: every safe and review codemod)."""
+    """Migrate one module's text (default: every safe and review codemod) for `target_torch`
+    (default: the newest torch the tables know)."""
     chosen = registry.select() if specs is None else specs
     if facts is None and any(s.gate.uses_repo_facts for s in chosen):
         facts = collect_facts([(path, source)])
-    return pipeline.transform_source(source, chosen, FileContext(path=path, facts=facts or RepoFacts()))
+    target = target_version(target_torch) if target_torch is not None else NEWEST
+    return pipeline.transform_source(source, chosen, FileContext(path=path, facts=facts or RepoFacts(), target_torch=target))
 
 
 def _config(paths: Sequence[Path], options: Options) -> Config:
@@ -126,8 +134,17 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
         max_bytes=options.max_bytes,
         root=str(config.source.parent.resolve()) if config.source else None,
         cache_dir=str(cache_dir) if cache_dir is not None else None,
+        target=target_for(options, config),
     )
     return plan, config, found.files, problems
+
+
+def target_for(options: Options, config: Config) -> Target:
+    """The torch the output must run on: `--target-torch`, else the config's `target-torch`,
+    else the newest release the tables know."""
+    if options.target_torch is not None:
+        return Target(target_version(options.target_torch), "--target-torch")
+    return Target()
 
 
 def _selection(options: Options, config: Config) -> tuple[tuple[str, ...] | None, tuple[str, ...], bool]:

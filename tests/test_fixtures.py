@@ -1,6 +1,7 @@
 """Every fixture pair under fixtures/TMxxx-slug/: exact output, idempotence, expected findings.
 
 A line of a `.in.py` that must yield a finding says so in a trailing comment: `# expect: TM001`.
+A fixture for an older target torch says so on its first line: `# target-torch: 1.13`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ from tests.conftest import FIXTURES
 
 CASES = sorted(FIXTURES.glob("TM*/*.in.py"))
 _EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>TM\d+(?:\s*,\s*TM\d+)*)")
+_TARGET = re.compile(r"#\s*target-torch:\s*(?P<version>\d+\.\d+)\s*$")
+
+
+def target_of(source: str) -> str | None:
+    """The target torch a fixture declares on its first line, else None (the newest)."""
+    match = _TARGET.match(source.partition("\n")[0])
+    return match.group("version") if match else None
 
 
 def _expected_findings(source: str) -> set[tuple[int, str]]:
@@ -35,7 +43,7 @@ def _specs(case: Path) -> list[registry.Spec]:
 def test_fixture(before: Path) -> None:
     source = before.read_text()
     expected = before.with_name(before.name.replace(".in.py", ".out.py")).read_text()
-    result = transform_source(source, _specs(before), path=before.name)
+    result = transform_source(source, _specs(before), path=before.name, target_torch=target_of(source))
     assert result.problem is None, result.problem
     assert result.code == expected
     found = {(f.line, f.code) for f in result.findings if f.kind == "finding"}
@@ -44,8 +52,9 @@ def test_fixture(before: Path) -> None:
 
 @pytest.mark.parametrize("before", CASES, ids=lambda p: f"{p.parent.name}/{p.name[:-6]}")
 def test_fixture_is_idempotent(before: Path) -> None:
-    once = transform_source(before.read_text(), _specs(before)).code
-    twice = transform_source(once, _specs(before))
+    target = target_of(before.read_text())
+    once = transform_source(before.read_text(), _specs(before), target_torch=target).code
+    twice = transform_source(once, _specs(before), target_torch=target)
     assert twice.code == once
     assert not twice.changed
 

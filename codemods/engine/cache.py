@@ -108,9 +108,11 @@ class Cache:
         self.hits = 0
         self.misses = 0
 
-    def key(self, data: bytes, display: str, codes: Sequence[str], device_name: str, facts: RepoFacts | None) -> str:
+    def key(
+        self, data: bytes, display: str, codes: Sequence[str], device_name: str, facts: RepoFacts | None, target: str = ""
+    ) -> str:
         digest = hashlib.sha256()
-        for part in (tool_digest(), display, ",".join(codes), device_name, _facts_digest(facts) if facts else "-"):
+        for part in (tool_digest(), display, ",".join(codes), device_name, _facts_digest(facts) if facts else "-", target):
             digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(hashlib.sha256(data).digest())
         return digest.hexdigest()

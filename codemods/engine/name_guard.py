@@ -11,7 +11,9 @@ not counts (old code is full of pyflakes messages that are none of our business)
   package's interface, used or not), or a name imported (or defined) again while the first one
   is unused;
 - a `.to(...)` with a keyword that neither `Tensor.to` nor `Module.to` takes, or more positional
-  arguments than they take.
+  arguments than they take;
+- a torch symbol newer than the file's target torch (helpers/emitted.py; only when the target is
+  older than the newest release: a codemod that holds such a rewrite back itself never gets here).
 
 When the output has one, the pipeline is replayed one codemod at a time to find the codemod
 whose output first had it (and kept it to the end); that codemod's change to this file is
@@ -35,7 +37,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
+from codemods.helpers import emitted
 from codemods.results import Finding
+from codemods.versions import NEWEST, Version, format_version
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -61,6 +65,7 @@ _REASONS = {
     "unused-import": "the import `{}` unused",
     "duplicate-import": "`{}` imported or defined a second time while the first is unused",
     "bad-to-call": "a `.to()` call with {}, which neither Tensor.to nor Module.to takes (TypeError)",
+    "too-new": "{}",
 }
 
 
@@ -193,9 +198,9 @@ def _bad_to_calls(tree: ast.Module) -> Iterable[Breakage]:
             yield Breakage("bad-to-call", f"{len(node.args)} positional arguments", node.lineno)
 
 
-def profile(text: str, path: str = "<string>", tree: ast.Module | None = None) -> Profile | None:
-    """The guard's view of `text` (whose `ast` is `tree`, when already parsed); None when
-    CPython's `ast` does not parse it."""
+def profile(text: str, path: str = "<string>", tree: ast.Module | None = None, target: Version = NEWEST) -> Profile | None:
+    """The guard's view of `text` (whose `ast` is `tree`, when already parsed) for output that
+    must run on torch `target`; None when CPython's `ast` does not parse it."""
     if tree is None:
         try:
             with warnings.catch_warnings():
@@ -206,17 +211,20 @@ def profile(text: str, path: str = "<string>", tree: ast.Module | None = None) -
     found = list(_messages(tree, path, text.splitlines()))
     if ".to(" in text:
         found.extend(_bad_to_calls(tree))
+    for symbol, version, line in emitted.too_new(tree, target):
+        shown = f"`{symbol}` in use, which needs torch {format_version(version)} (the target is torch {format_version(target)})"
+        found.append(Breakage("too-new", symbol, line, shown))
     found.sort(key=lambda b: b.line)
     return Profile(tuple(found), tree)
 
 
-def introduced(before: str, after: str, path: str = "<string>") -> tuple[Breakage, ...]:
+def introduced(before: str, after: str, path: str = "<string>", target: Version = NEWEST) -> tuple[Breakage, ...]:
     """What `after` (a rewrite of `before`) breaks that `before` did not; lines are `after`'s.
     Nothing when `before` does not parse with `ast` (there is nothing to hold `after` against)."""
-    result = profile(after, path)
+    result = profile(after, path, target=target)
     if result is not None and not result.breakages:
         return ()
-    base = profile(before, path)
+    base = profile(before, path, target=target)
     if base is None:
         return ()
     if result is None:
@@ -272,7 +280,7 @@ def _attribute(replay: Replay, base: Profile, dropped: Iterable[str]) -> dict[st
             continue
         tree, changed = new, True
         text = text if text is not None else tree.code
-        now = profile(text, replay.file.path)
+        now = profile(text, replay.file.path, target=replay.file.target_torch)
         if now is None:  # not parseable: everything from here on is this codemod's doing
             return {spec.code: ([_UNPARSED], text)}
         new_keys = {b.key: b for b in now.new_against(base)}
@@ -323,14 +331,14 @@ def guard(source: str, code: str, rewrote: Iterable[str], replay: Replay) -> Gua
     """None when `code` (what the codemods `rewrote` made of `source`) breaks nothing that
     `source` did not; else the output without the changes of the codemods that did, with a
     finding for each."""
-    path = replay.file.path
+    path, target = replay.file.path, replay.file.target_torch
     if code == source:
         return None
-    after = profile(code, path)
+    after = profile(code, path, target=target)
     if after is not None and not after.breakages:
         return None  # most outputs (71 of 76 changed corpus files): then the input needs no check
     scan = replay.sites.scan if replay.sites is not None else None  # the engine's ast of `source`
-    base = profile(source, path, scan.module if scan is not None and scan.source == source else None)
+    base = profile(source, path, scan.module if scan is not None and scan.source == source else None, target)
     if base is None or _untolerated(after, base, rewrote) is False:
         return None
     by_code = {s.code: s for s in replay.specs}
@@ -347,7 +355,7 @@ def guard(source: str, code: str, rewrote: Iterable[str], replay: Replay) -> Gua
             replay.tree, [s for s in replay.specs if s.code not in dropped], replay.file, replay.sites, replay.declined
         )
         code = (text if text is not None else tree.code) if rewrites else source
-        broken = _untolerated(profile(code, path), base, rewrites)
+        broken = _untolerated(profile(code, path, target=target), base, rewrites)
         if broken is None or replay.compile_error(code, path) is not None:
             # Without the dropped codemods, the others' output does not even compile: keep none.
             code, rewrites, found = source, {}, []

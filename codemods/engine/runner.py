@@ -19,6 +19,7 @@ from codemods.helpers.context import FileContext
 from codemods.helpers.facts import RepoFacts
 from codemods.registry import Spec
 from codemods.results import FileResult, Problem, Status
+from codemods.versions import Target, format_version
 
 # multiprocessing and concurrent.futures are imported where a pool starts: a run of a handful of
 # files never starts one (issue 18: every import is paid by every small run).
@@ -42,6 +43,11 @@ class Plan:
     max_bytes: int = 2_000_000
     root: str | None = None  # per-file-ignores globs are relative to this (the config's folder)
     cache_dir: str | None = None  # the per-file result cache (engine/cache.py); None: no cache
+    target: Target = field(default_factory=Target)  # the torch the output must run on
+
+    def context(self, display: str) -> FileContext:
+        """What a codemod may know of this file beyond its tree."""
+        return FileContext(display, self.device_name, self.facts, target_torch=self.target.version)
 
     def specs_for(self, rel: str) -> tuple[Spec, ...]:
         ignored = {
@@ -88,7 +94,10 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
     key = outcome = source = None
     if cache is not None:
         uses_facts = any(s.gate.uses_repo_facts for s in specs)
-        key = cache.key(data, display, [s.code for s in specs], plan.device_name, plan.facts if uses_facts else None)
+        key = cache.key(
+            data, display, [s.code for s in specs], plan.device_name, plan.facts if uses_facts else None,
+            format_version(plan.target.version),
+        )
         outcome = cache.get(key)
     if outcome is None:
         if cached_only:
@@ -130,7 +139,7 @@ def _outcome(data: bytes, display: str, specs: tuple[Spec, ...], plan: Plan) -> 
         source = decode(data)
     except SourceError as exc:
         return Outcome(Status.ERROR, {}, problem=Problem(display, exc.line, exc.reason)), None
-    result = transform_source(source.text, specs, FileContext(display, plan.device_name, plan.facts))
+    result = transform_source(source.text, specs, plan.context(display))
     notes = tuple(result.notes)
     if result.problem is not None:
         return Outcome(Status.ERROR, {}, result.findings, result.problem, notes), source
@@ -154,7 +163,7 @@ def _notebook(path: Path, display: str, data: bytes, specs: tuple[Spec, ...], pl
         return FileResult(display, Status.ERROR, problem=Problem(display, exc.line, exc.reason))
     from codemods.engine.notebooks import cell_label, transform_notebook  # only for a notebook
 
-    notebook = transform_notebook(source.text, specs, FileContext(display, plan.device_name, plan.facts))
+    notebook = transform_notebook(source.text, specs, plan.context(display))
     result = notebook.result
     if result.problem is not None:
         return FileResult(display, Status.ERROR, findings=result.findings, problem=result.problem)

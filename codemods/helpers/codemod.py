@@ -23,6 +23,7 @@ from typing import Callable, ClassVar, Generator, Iterator, Sequence, TypeVar
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from codemods.helpers import target_gate
 from codemods.helpers.context import FileContext  # noqa: F401  (re-exported)
 from codemods.helpers.import_edits import ImportItem, TopImportsAdder, UsedNamesRemover
 from codemods.helpers.names import Imports
@@ -30,6 +31,7 @@ from codemods.helpers.noqa import is_suppressed
 from codemods.helpers.patterns import Words
 from codemods.helpers.sites import Pruner, Sites, prune_visit
 from codemods.results import Finding
+from codemods.versions import NEWEST, format_version, needed
 
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
 
@@ -148,6 +150,8 @@ class MigrationCodemod(cst.CSTTransformer):
         wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
         with self.resolve(wrapper):
             tree = self.transform_module_impl(wrapper.module)
+        if self.context.added and self.file.target_torch < NEWEST:
+            self.context.added = [item for item in self.context.added if self.available(target_gate.queued_symbol(item))]
         if self.context.added:
             tree = tree.visit(TopImportsAdder(self.context.added))
         if self.context.removed:
@@ -338,10 +342,37 @@ class MigrationCodemod(cst.CSTTransformer):
         """
         if self.suppressed(original):
             return updated
+        if self.file.target_torch < NEWEST and self._held_back(original, replacement):
+            return updated
         self.rewrites += 1
         if review:
             self._record(original, review, kind="review")
         return replacement
+
+    def _held_back(self, original: cst.CSTNode, replacement) -> bool:
+        """Whether `replacement` needs a newer torch than the target; then a finding says which."""
+        resolve = target_gate.resolver(self.imports.resolve, self.context.added)
+        need = target_gate.newest_need(original, replacement, resolve, self.file.target_torch)
+        if need is None:
+            return False
+        self.hold_back(original, need[0])
+        return True
+
+    def hold_back(self, node: cst.CSTNode, symbol: str) -> None:
+        """The finding for a rewrite left undone because the target torch lacks `symbol`."""
+        version = needed(symbol)
+        shown, target = format_version(version) if version else "?", format_version(self.file.target_torch)
+        self._record(
+            node,
+            f"not rewritten: the rewrite uses `{symbol}`, which needs torch {shown}; the target is torch {target}",
+            suggestion=f"rewrite it once the project runs on torch {shown} (--target-torch {shown})",
+        )
+
+    def available(self, symbol: str | None) -> bool:
+        """Whether the target torch has `symbol` (codemods/data/torch_minimums.json): for a
+        codemod that has a spelling for older targets (TM004's `torch.autocast`)."""
+        version = needed(symbol) if symbol is not None else None
+        return version is None or version <= self.file.target_torch
 
     def finding(
         self,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from codemods.helpers.facts import RepoFacts
+from codemods.versions import NEWEST, Version
 
 
 @dataclass(frozen=True)
@@ -16,3 +17,6 @@ class FileContext:
     device_name: str = "device"
     facts: RepoFacts = field(default_factory=RepoFacts)
     noqa: dict[int, frozenset[str]] = field(default_factory=dict)
+    target_torch: Version = NEWEST
+    """The torch the output must run on (codemods/versions.py): a rewrite that needs a newer
+    one is held back with a finding."""

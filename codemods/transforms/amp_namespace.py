@@ -172,6 +172,8 @@ class AmpNamespace(MigrationCodemod):
         if entry is None:
             return updated_node
         new, device, kind = entry
+        if new == "torch.amp.autocast" and not self.available(new):
+            new = "torch.autocast"  # the same signature, since torch 1.10
         args = self._new_args(original_node, updated_node, kind, device)
         if args is None:
             return updated_node

@@ -139,6 +139,10 @@ class RemovedInternals(ReferenceCodemod):
         entry = t["renames"].get(qualified)
         if entry is None:
             return None
+        if not self.available(entry["to"]):
+            if isinstance(original, cst.Attribute):  # a from-import is reported at the import
+                self.hold_back(original, entry["to"])
+            return None
         module, _, name = entry["to"].rpartition(".")
         if isinstance(original, cst.Name):
             # From `from M import name`: the import line is rewritten; rename if it renamed.
@@ -186,7 +190,7 @@ class RemovedInternals(ReferenceCodemod):
         if qualified in t["helpers"]:
             return from_imports.Move(None) if self._helper_free() else None
         entry = t["renames"].get(qualified)
-        if entry is None:
+        if entry is None or not self.available(entry["to"]):
             return None
         new_module, _, new_name = entry["to"].rpartition(".")
         return from_imports.Move(new_module, new_name)
@@ -205,6 +209,9 @@ class RemovedInternals(ReferenceCodemod):
             qualified = f"{module}.{dotted(alias.name)}"
             if qualified in table()["removed"]:
                 self.finding(node, f"`{qualified}`: {table()['removed'][qualified]}")
+            entry = table()["renames"].get(qualified)
+            if entry is not None and not self.available(entry["to"]):
+                self.hold_back(node, entry["to"])
             if qualified in table()["helpers"] and not self._helper_free():
                 self.finding(node, "`zero_gradients` is gone from torch; inline it (the name is taken here)")
         return False
