@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from codemods import registry
+from codemods import pins, registry
 from codemods.config import Config, find_config
 from codemods.engine import cache, pipeline
 from codemods.engine.cache import Cache
@@ -23,7 +23,7 @@ from codemods.engine.source import SourceError, decode
 from codemods.helpers.context import FileContext
 from codemods.helpers.facts import FileFacts, RepoFacts, collect_facts, file_facts, merge
 from codemods.results import FileResult, Problem, Report, Status
-from codemods.versions import NEWEST, Target, target_version
+from codemods.versions import NEWEST, OLDEST, Target, format_version, parse_version, target_version
 
 MODES = ("write", "diff", "check")
 _FACTS_POOL_THRESHOLD = 200
@@ -134,17 +134,84 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
         max_bytes=options.max_bytes,
         root=str(config.source.parent.resolve()) if config.source else None,
         cache_dir=str(cache_dir) if cache_dir is not None else None,
-        target=target_for(options, config),
+        target=target_for(options, config, paths),
     )
     return plan, config, found.files, problems
 
 
-def target_for(options: Options, config: Config) -> Target:
-    """The torch the output must run on: `--target-torch`, else the config's `target-torch`,
-    else the newest release the tables know."""
+def target_for(
+    options: Options,
+    config: Config,
+    paths: Sequence[Path] = (),
+    interpreter: Callable[[], Target | None] | None = None,
+) -> Target:
+    """The torch the output must run on, the first of: `--target-torch`; the config's
+    `target-torch`; under verify, the target interpreter's torch (`interpreter`, called only when
+    neither decides: verify asks its interpreter in the background); the repository's torch
+    requirement (`repository_pin`); the newest release the tables know."""
     if options.target_torch is not None:
         return Target(target_version(options.target_torch), "--target-torch")
+    if config.target_torch is not None and config.source is not None:
+        return Target(target_version(config.target_torch), f"{_display(config.source)}: target-torch")
+    found = interpreter() if interpreter is not None else None
+    if found is not None:
+        return found
+    pin = repository_pin(paths, config)
+    if pin is not None:
+        return _within_range(pin)
     return Target()
+
+
+def repository_pin(paths: Sequence[Path], config: Config) -> Target | None:
+    """The torch the repository of `paths[0]` requires (codemods/pins.py), looked for from there
+    up to the config's folder, else the folder holding `.git`, not beyond."""
+    if not paths:
+        return None
+    return pins.find_pin(Path(paths[0]), config.source.parent if config.source else None)
+
+
+def interpreter_target(torch: str | None, python: str) -> Target | None:
+    """The target verify derives from its interpreter's torch (`1.13.1+cpu` -> 1.13); None without one."""
+    try:
+        version = parse_version(torch) if torch else None
+    except ValueError:
+        return None
+    return _within_range(Target(version, f"the torch of {python}")) if version is not None else None
+
+
+def _within_range(found: Target) -> Target:
+    """`found`, or the nearest release a target may be, saying so."""
+    if found.version > NEWEST:
+        return Target(NEWEST, f"{found.source}; {format_version(NEWEST)} is the newest the tables know")
+    if found.version < OLDEST:
+        return Target(OLDEST, f"{found.source}; {format_version(OLDEST)} is the oldest target")
+    return found
+
+
+def target_warning(target: Target, pin: Target | None) -> str | None:
+    """One line when `target` is newer than the repository's pin: the output may not run there."""
+    if pin is None or target.version <= pin.version:
+        return None
+    where = pin.source.split(":", 1)[0]
+    if pin.version >= OLDEST:
+        fix = f"use --target-torch {format_version(pin.version)}"
+    else:
+        fix = f"torch-migrate targets {format_version(OLDEST)} at the oldest"
+    return (
+        f"{where} pins torch {format_version(pin.version)} but the target is {format_version(target.version)}:"
+        f" the output may not run there ({fix})"
+    )
+
+
+def targeting(
+    paths: Sequence[str | Path], options: Options, interpreter: Callable[[], Target | None] | None = None
+) -> tuple[Target, str | None]:
+    """What a run on `paths` targets and the warning `target_warning` gives, without running it
+    (verify resolves its target in the user's tree, before copying it)."""
+    paths = [Path(p) for p in paths]
+    config = _config(paths, options)
+    target = target_for(options, config, paths, interpreter)
+    return target, target_warning(target, repository_pin(paths, config))
 
 
 def _selection(options: Options, config: Config) -> tuple[tuple[str, ...] | None, tuple[str, ...], bool]:
@@ -199,5 +266,6 @@ def migrate(
     results.extend(FileResult(p.path, Status.ERROR, problem=p) for p in problems)
     codes = tuple(s.code for s in plan.specs)
     return Report(
-        files=results, mode=options.mode, codes=codes, fail_on_findings=options.fail_on_findings, warnings=warnings
-    )
+        files=results, mode=options.mode, codes=codes, fail_on_findings=options.fail_on_findings, warnings=warnings,
+        target=plan.target, target_warning=target_warning(plan.target, repository_pin([Path(p) for p in paths], config)),
+    )  # fmt: skip

@@ -38,6 +38,27 @@ def selection_options(command: Callable) -> Callable:
     return command
 
 
+def _target_torch(ctx, param, value: str | None) -> str | None:
+    """--target-torch X.Y: a release the tables know, else a usage error (exit 2) saying which are."""
+    if value is None:
+        return None
+    from codemods.versions import format_version, target_version
+
+    try:
+        return format_version(target_version(value))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
+def target_option(command: Callable) -> Callable:
+    """--target-torch, shared by `run` and `verify`."""
+    return click.option(
+        "--target-torch", "target_torch", metavar="X.Y", callback=_target_torch,
+        help="The torch the output must run on (default: the config's target-torch, under --verify the"
+        " interpreter's torch, else the repository's torch requirement, else the newest release known).",
+    )(command)  # fmt: skip
+
+
 def verify_options(command: Callable) -> Callable:
     """--tests/--probe/--python/--device/--timeout/--rerun, shared by `verify` and `run --verify`."""
     for decorator in reversed(
@@ -135,6 +156,7 @@ def _progress(enabled: bool):
 @click.option("--check", "mode", flag_value="check", help="Write nothing; exit 1 if a file would be rewritten.")
 @click.option("--fail-on-findings", is_flag=True, help="Exit 1 also when findings (cases left as they are) remain.")
 @selection_options
+@target_option
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: CPU count).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
               help="text: one line per finding; grouped: findings under their file.")
@@ -148,7 +170,7 @@ def _progress(enabled: bool):
 @click.option("--verify", "verify_first", is_flag=True, help="Verify in copies first; write only if no test regresses.")
 @verify_options
 @click.option("--drop-culprits", is_flag=True, help="With --verify: on regressions, write the migration minus the culprit codemods.")
-def run(paths, mode, fail_on_findings, select, ignore, unsafe, jobs, fmt, color, output, exclude, no_config, no_cache, verify_first, drop_culprits, **verify_args) -> None:
+def run(paths, mode, fail_on_findings, select, ignore, unsafe, target_torch, jobs, fmt, color, output, exclude, no_config, no_cache, verify_first, drop_culprits, **verify_args) -> None:
     """Migrate every Python file under PATHS (in place unless --diff/--check).
 
     Exit code (bit flags): 0 clean; 1 a file would be rewritten (with --diff/--check), findings
@@ -162,7 +184,9 @@ def run(paths, mode, fail_on_findings, select, ignore, unsafe, jobs, fmt, color,
     if verify_first and fail_on_findings:
         raise click.UsageError("--fail-on-findings sets run's exit code; --verify's is its verdict")
     if verify_first:
-        _run_verified(paths, mode, fmt, output, exclude, no_config, drop_culprits, select, ignore, unsafe, verify_args)
+        _run_verified(
+            paths, mode, fmt, output, exclude, no_config, drop_culprits, select, ignore, unsafe, target_torch, verify_args
+        )
         return
     if drop_culprits:
         raise click.UsageError("--drop-culprits needs --verify")
@@ -177,6 +201,7 @@ def run(paths, mode, fail_on_findings, select, ignore, unsafe, jobs, fmt, color,
         use_config=not no_config,
         cache=not no_cache,
         fail_on_findings=fail_on_findings,
+        target_torch=target_torch,
     )
     on_start, on_result, stop = _progress(fmt in TEXT_FORMATS and sys.stderr.isatty() and output is None)
     try:
@@ -228,7 +253,7 @@ def _emit(report, fmt: str, output: str | None, color: str = "auto") -> None:
         click.echo(rendered)
 
 
-def _run_verified(paths, mode, fmt, output, exclude, no_config, drop_culprits, select, ignore, unsafe, verify_args):
+def _run_verified(paths, mode, fmt, output, exclude, no_config, drop_culprits, select, ignore, unsafe, target_torch, verify_args):
     from pathlib import Path
 
     from codemods import registry
@@ -242,7 +267,7 @@ def _run_verified(paths, mode, fmt, output, exclude, no_config, drop_culprits, s
     if fmt in ("sarif", "grouped"):
         raise click.UsageError("--verify reports as text or json")
     options = _verify_options(
-        select, ignore, unsafe, exclude=tuple(exclude), use_config=not no_config, **verify_args
+        select, ignore, unsafe, exclude=tuple(exclude), use_config=not no_config, target_torch=target_torch, **verify_args
     )
     try:
         report = verify(paths[0], options, on_event=_events(fmt == "text" and sys.stderr.isatty()))
@@ -269,6 +294,7 @@ def _run_verified(paths, mode, fmt, output, exclude, no_config, drop_culprits, s
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=str))
 @verify_options
 @selection_options
+@target_option
 @click.option("--rtol", type=click.FloatRange(min=0), default=1e-5, show_default=True, help="Probe: relative tolerance.")
 @click.option("--atol", type=click.FloatRange(min=0), default=1e-8, show_default=True, help="Probe: absolute tolerance.")
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True)
@@ -278,7 +304,7 @@ def _run_verified(paths, mode, fmt, output, exclude, no_config, drop_culprits, s
 @click.option("--no-config", is_flag=True, help="Ignore [tool.torch-migrate] in the target.")
 @click.option("--no-culprits", is_flag=True, help="Do not search for the codemods behind regressions.")
 @click.option("--keep-copies", is_flag=True, help="Keep the before/after copies (their folder is printed).")
-def verify_(path, select, ignore, unsafe, rtol, atol, fmt, output, exclude, no_config, no_culprits, keep_copies, **verify_args):
+def verify_(path, select, ignore, unsafe, target_torch, rtol, atol, fmt, output, exclude, no_config, no_culprits, keep_copies, **verify_args):
     """Prove a migration: run PATH's tests (or --probe) in a copy before and one after migrating.
 
     The project is never modified. Changed tests are rerun to tell flaky from real; a real
@@ -297,7 +323,7 @@ def verify_(path, select, ignore, unsafe, rtol, atol, fmt, output, exclude, no_c
 
     options = _verify_options(
         select, ignore, unsafe, rtol=rtol, atol=atol, exclude=tuple(exclude), use_config=not no_config,
-        find_culprits=not no_culprits, keep_copies=keep_copies, **verify_args,
+        find_culprits=not no_culprits, keep_copies=keep_copies, target_torch=target_torch, **verify_args,
     )  # fmt: skip
     try:
         report = verify(path, options, on_event=_events(fmt == "text" and sys.stderr.isatty()))

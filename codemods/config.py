@@ -12,7 +12,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-KEYS = ("select", "ignore", "unsafe", "exclude", "device-name", "per-file-ignores")
+KEYS = ("select", "ignore", "unsafe", "exclude", "device-name", "per-file-ignores", "target-torch")
 
 
 class ConfigError(ValueError):
@@ -28,6 +28,7 @@ class Config:
     exclude: tuple[str, ...] = ()
     device_name: str = "device"
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = field(default_factory=tuple)
+    target_torch: str | None = None  # "1.13": the torch the output must run on (api.target_for)
 
 
 def _codes(value: object, where: str) -> tuple[str, ...]:
@@ -45,6 +46,18 @@ def _bool(value: object, where: str, typed: bool) -> bool:
     if not typed and isinstance(value, str) and value.strip().lower() in {"true", "false", "1", "0", "yes", "no"}:
         return value.strip().lower() in {"true", "1", "yes"}
     raise ConfigError(f"{where}: expected true or false, got {value!r}")
+
+
+def _target_torch(value: object, where: str) -> str:
+    """`target-torch = "1.13"`: a release the tables know. A string only: TOML reads 1.10 as 1.1."""
+    from codemods.versions import format_version, target_version
+
+    if not isinstance(value, str):
+        raise ConfigError(f'{where}: expected a string such as "1.13", got {value!r}')
+    try:
+        return format_version(target_version(value))
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _known(codes: tuple[str, ...], where: str) -> tuple[str, ...]:
@@ -84,7 +97,7 @@ def _parse(raw: dict, source: Path, typed: bool) -> Config:
     device = get("device-name") or "device"
     if not isinstance(device, str) or not device.isidentifier():
         raise ConfigError(f"{where}: device-name must be a Python identifier, got {device!r}")
-    select, unsafe = get("select"), get("unsafe")
+    select, unsafe, target = get("select"), get("unsafe"), get("target-torch")
     return Config(
         source=source,
         select=_known(_codes(select, f"{where}: select"), f"{where}: select") if select is not None else None,
@@ -93,6 +106,7 @@ def _parse(raw: dict, source: Path, typed: bool) -> Config:
         exclude=_codes(get("exclude") or [], f"{where}: exclude"),
         device_name=device,
         per_file_ignores=tuple(_per_file(per_file, where)),
+        target_torch=_target_torch(target, f"{where}: target-torch") if target is not None else None,
     )
 
 

@@ -10,6 +10,8 @@ import enum
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from codemods.versions import Target, format_version
+
 
 class Status(str, enum.Enum):
     UNCHANGED = "unchanged"  # nothing to do (or only findings)
@@ -77,6 +79,8 @@ class Report:
     codes: tuple[str, ...] = ()
     fail_on_findings: bool = False  # open findings set exit bit 1 too (--fail-on-findings)
     warnings: tuple[str, ...] = ()  # e.g. a selected unsafe codemod that did not run; no Python files
+    target: Target | None = None  # the torch the output must run on, and where that came from
+    target_warning: str | None = None  # the target is newer than the repository's pin (api.target_warning)
 
     @property
     def changed(self) -> list[FileResult]:
@@ -119,6 +123,7 @@ class Report:
             "version": 2,
             "mode": self.mode,
             "codemods": list(self.codes),
+            "target": target_dict(self.target, self.target_warning),
             "summary": {
                 "files": len(self.files),
                 "changed": len(self.changed),
@@ -141,3 +146,10 @@ class Report:
             ],
             "exit_code": self.exit_code,
         }
+
+
+def target_dict(target: Target | None, warning: str | None = None) -> dict | None:
+    """A target as the JSON reports show it: `{"torch": "1.13", "source": ..., "warning": ...}`."""
+    if target is None:
+        return None
+    return {"torch": format_version(target.version), "source": target.source, "warning": warning}

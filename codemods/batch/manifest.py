@@ -13,6 +13,7 @@
     url = "file:///srv/git/old-gan.git"
     ref = "v0.3"
     unsafe = true                   # any default can be overridden per repository
+    target-torch = "1.13"           # the torch its output must run on (default: as `run`/`verify` derive it)
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ SETTINGS = {
     "python": str,
     "before-python": str,  # verify's --before-python: the interpreter the original code runs on today
     "device": str,
+    "target-torch": str,  # the torch the output must run on ("1.13"), as run's and verify's --target-torch
 }
 REPO_ONLY = {"name": str, "path": str, "url": str, "ref": str}
 
@@ -65,10 +67,14 @@ class RepoEntry:
     python: str | None = None
     device: str = "auto"
     before_python: str | None = None
+    target_torch: str | None = None
 
     def fingerprint(self) -> str:
         """Identifies the entry for --resume: same fingerprint, same work."""
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+        data = asdict(self)
+        if data["target_torch"] is None:  # an entry without one keeps the fingerprint it had before the key existed
+            del data["target_torch"]
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _check(where: str, key: str, value: object, kind) -> object:
@@ -90,6 +96,15 @@ def _settings(table: dict, where: str, allowed: dict) -> dict:
     if unknown:
         raise ManifestError(f"{where}: unknown field(s) {', '.join(map(repr, unknown))} (known: {', '.join(allowed)})")
     return {key.replace("-", "_"): _check(where, key, value, allowed[key]) for key, value in table.items()}
+
+
+def _target_torch(value: str, where: str) -> str:
+    from codemods.versions import format_version, target_version
+
+    try:
+        return format_version(target_version(value))
+    except ValueError as exc:
+        raise ManifestError(f"{where}: `target-torch`: {exc}") from None
 
 
 def _default_name(source: str) -> str:
@@ -138,5 +153,7 @@ def load_manifest(path: str | Path) -> list[RepoEntry]:
             merged["before_python"] = os.path.abspath(path.parent / merged["before_python"])
         if merged.get("device", "auto") not in ("auto", "cpu", "cuda"):
             raise ManifestError(f"{where}: `device` must be auto, cpu or cuda")
+        if merged.get("target_torch") is not None:
+            merged["target_torch"] = _target_torch(merged["target_torch"], where)
         entries.append(RepoEntry(name=name, source=source, is_path=is_path, **merged))
     return entries

@@ -31,6 +31,10 @@ def _codemod_rows(rewrites: dict[str, int]) -> list[str]:
 
 def markdown_report(result: RepoResult, diffstat: str, checked, report) -> str:
     out = [f"# torch-migrate: {result.name}", "", f"**Status:** {result.status} — {result.message}", ""]
+    if result.target:
+        out += [f"**Target:** {result.target}", ""]
+    if result.target_warning:
+        out += [f"**Warning:** {result.target_warning}", ""]
     if result.commit:
         out += [f"Branch `{result.branch}` at `{result.commit[:12]}` (from `{(result.base or '')[:12]}`).", ""]
     if diffstat:

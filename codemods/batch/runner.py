@@ -43,6 +43,8 @@ class RepoResult:
     tests_after: dict[str, int] | None = None
     tests_baseline: dict[str, int] | None = None  # with before-python: the original code on the target torch
     torch: dict[str, str | None] = field(default_factory=dict)  # side -> its torch version
+    target: str | None = None  # "torch 1.13 (requirements.txt: torch==1.13.1)": what the migration is for
+    target_warning: str | None = None  # the target is newer than the repository's pin
     unfixed: list[str] = field(default_factory=list)  # passed before; the torch upgrade broke them
     untouched: list[str] = field(default_factory=list)  # the files of `problems`, relative to the repository
     regressions: list[str] = field(default_factory=list)
@@ -76,18 +78,22 @@ def _counts(side) -> dict[str, int] | None:
 def _verify_and_apply(clone: Path, entry: RepoEntry, settings: BatchSettings, result: RepoResult):
     """Verify, then write the verified migration into the clone. Returns (migration report, verdict, verify report)."""
     from codemods.api import Options, migrate
+    from codemods.versions import format_version
 
     selection = dict(select=entry.select, ignore=entry.ignore, unsafe=entry.unsafe)
     if not settings.verify:
-        report = migrate([str(clone)], Options(mode="write", **selection))
+        report = migrate([str(clone)], Options(mode="write", target_torch=entry.target_torch, **selection))
+        result.target, result.target_warning = str(report.target), report.target_warning
         return report, "not verified (--no-verify)", None
     from codemods.verify import VerifyOptions, verify
 
     options = VerifyOptions(
         tests=entry.tests, probe=entry.probe, python=entry.python, before_python=entry.before_python,
-        device=entry.device, timeout=entry.timeout, **selection,
+        device=entry.device, timeout=entry.timeout, target_torch=entry.target_torch, **selection,
     )  # fmt: skip
     checked = verify(clone, options)
+    if checked.target is not None:
+        result.target, result.target_warning = str(checked.target), checked.target_warning
     if checked.status == "error":
         raise RuntimeError(f"verification could not run: {checked.message}")
     sides = {s.label: s for s in checked.sides}
@@ -101,7 +107,9 @@ def _verify_and_apply(clone: Path, entry: RepoEntry, settings: BatchSettings, re
     if checked.regressions or (checked.probe is not None and checked.probe.regression):
         if not settings.allow_regressions:
             return checked.migration, checked.message, checked
-    report = migrate([str(clone)], Options(mode="write", **selection))
+    # The verified target, whatever it was derived from (the interpreter's torch is verify's alone).
+    target = format_version(checked.target.version) if checked.target is not None else entry.target_torch
+    report = migrate([str(clone)], Options(mode="write", target_torch=target, **selection))
     return report, checked.message, checked
 
 

@@ -65,6 +65,7 @@ def apply_verified(path: str | Path, report: VerifyReport, options: VerifyOption
         api.Options(mode="write", select=o.select, ignore=o.ignore, unsafe=o.unsafe, exclude=o.exclude, use_config=o.use_config),
         without,
         jobs=None,
+        target=report.target,
     )
     if not without:
         drift = [r.path for r in migration.changed if report.verified.get(r.path) != digest(project / r.path)]

@@ -31,6 +31,7 @@ from codemods.verify.model import (
 )  # fmt: skip
 from codemods.verify.probe import first_divergence
 from codemods.verify.unittest_output import parse_output
+from codemods.versions import Target
 
 SUITE = "<test command>"  # the id of a whole run that gave no per-test results
 PROBE = "<probe>"
@@ -76,6 +77,8 @@ class Session:
         self.source: copies.Source | None = None
         self.command: TestCommand | None = None
         self.seen: dict[str, dict[str, junit.Outcome]] = {}  # side -> its first run's outcomes, expanded
+        self.target: Target | None = None  # what every migration of this session is for (resolve_target)
+        self.target_warning: str | None = None
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -158,8 +161,23 @@ class Session:
     def migration_options(self) -> api.Options:
         o = self.options
         return api.Options(
-            mode="write", select=o.select, ignore=o.ignore, unsafe=o.unsafe, exclude=o.exclude, use_config=o.use_config
-        )
+            mode="write", select=o.select, ignore=o.ignore, unsafe=o.unsafe, exclude=o.exclude, use_config=o.use_config,
+            target_torch=o.target_torch,
+        )  # fmt: skip
+
+    def resolve_target(self, asked: Callable[[], dict[str, Device]]) -> tuple[Target, str | None]:
+        """The torch to migrate for (api.target_for), decided in the user's tree: without an
+        explicit one, the target interpreter's torch. An interpreter that cannot answer leaves
+        the repository's pin (its error is reported once the migration is known to change files)."""
+
+        def interpreter() -> Target | None:
+            try:
+                device = asked()["target"]
+            except Abort:
+                return None
+            return api.interpreter_target(device.torch, device.python)
+
+        return api.targeting([self.path], self.migration_options(), interpreter)
 
     def new_copy(self, label: str, without: Iterable[Unit] | None = None, jobs: int | None = 1):
         """A fresh copy of the pristine base; migrated (minus `without`) unless `without` is None.
@@ -170,7 +188,7 @@ class Session:
         project = self.source.project_in(root)
         report = None
         if without is not None:
-            report = migrate_tree(project, self.migration_options(), without, jobs=jobs)
+            report = migrate_tree(project, self.migration_options(), without, jobs=jobs, target=self.target)
         return root, project, report
 
     def run_tests(self, project: Path, label: str, targets: Sequence[str] | None = None) -> Run:
@@ -236,7 +254,7 @@ class Session:
 
     # -- the steps --------------------------------------------------------------------------
 
-    def prepare(self) -> tuple[Path, Path, api.Report]:
+    def prepare(self, asked: Callable[[], dict[str, Device]]) -> tuple[Path, Path, api.Report]:
         self.say("copying the project")
         try:
             self.source = copies.source_of(self.path)
@@ -244,6 +262,7 @@ class Session:
         except copies.CopyError as exc:
             raise Abort(str(exc)) from None
         before_root, before, _ = self.new_copy("before")
+        self.target, self.target_warning = self.resolve_target(asked)
         _, after, report = self.new_copy("after", without=(), jobs=None)
         self.projects = {"before": before, "after": after}
         return before, after, report
@@ -640,8 +659,9 @@ def verify(
 def _verify(session: Session, report: VerifyReport) -> None:
     options = session.options
     asked = session.ask_all()
-    before, after, migration = session.prepare()
+    before, after, migration = session.prepare(asked)
     report.migration = migration
+    report.target, report.target_warning = session.target, session.target_warning
     changed = [f.path for f in migration.changed]
     report.diffstat = diffstat(before, after, changed)
     report.diff = unified(before, after, changed)

@@ -17,6 +17,7 @@ from typing import Iterable
 from codemods import api
 from codemods.engine.runner import run_files
 from codemods.results import FileResult, Report, Status
+from codemods.versions import Target
 
 ALL_FILES = "*"  # an exclusion's file meaning "every file"
 
@@ -33,10 +34,14 @@ class Unit:
 
 
 def migrate_tree(
-    project: Path, options: api.Options, without: Iterable[Unit] = (), jobs: int | None = 1
+    project: Path, options: api.Options, without: Iterable[Unit] = (), jobs: int | None = 1, target: Target | None = None
 ) -> Report:
-    """Migrate every file under `project` (write/diff/check per `options.mode`) minus `without`."""
+    """Migrate every file under `project` (write/diff/check per `options.mode`) minus `without`,
+    for `target` (verify resolves it once, in the user's tree: a copy has no `.git` to bound the
+    search for the repository's pin), else the target `options` and the copy give."""
     plan, _, files, problems = api.plan_for([project], options)
+    if target is not None:
+        plan = replace(plan, target=target)
     root = getattr(plan, "root", None)  # where the engine matches per-file globs from, when it says
 
     def pattern(unit: Unit) -> str:
@@ -51,7 +56,7 @@ def migrate_tree(
     jobs_list = [(f, f.relative_to(project).as_posix()) for f in files]
     results = run_files(jobs_list, plan, jobs)
     results.extend(FileResult(p.path, Status.ERROR, problem=p) for p in problems)
-    return Report(files=results, mode=options.mode, codes=tuple(s.code for s in plan.specs))
+    return Report(files=results, mode=options.mode, codes=tuple(s.code for s in plan.specs), target=plan.target)
 
 
 def fired(report: Report) -> dict[str, list[str]]:

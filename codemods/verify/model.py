@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from codemods.results import Report
+from codemods.results import Report, target_dict
 from codemods.verify.compare import COUNTED, FIXED, FLAKY, NEW_FAILING, UNFIXED, TestChange, counts
 from codemods.verify.device import Device
 from codemods.verify.migration import FileStat
 from codemods.verify.probe import Divergence
+from codemods.versions import Target
 
 OK, UNCHANGED, REGRESSIONS, ERROR = "ok", "nothing-to-migrate", "regressions", "error"
 
@@ -34,6 +35,7 @@ class VerifyOptions:
     find_culprits: bool = True
     parallel: bool | None = None  # both sides at once; default: with 2+ CPUs and not on CUDA
     keep_copies: bool = False
+    target_torch: str | None = None  # "1.13"; None: the config's, else the target interpreter's torch (api.target_for)
 
 
 @dataclass
@@ -110,6 +112,8 @@ class VerifyReport:
     device: Device | None = None
     before_device: Device | None = None  # with --before-python: the original code's interpreter
     migration: Report | None = None  # the after copy's migration
+    target: Target | None = None  # the torch the migration was made for, and where that came from
+    target_warning: str | None = None  # the target is newer than the repository's pin
     diffstat: list[FileStat] = field(default_factory=list)
     diff: str = ""
     test_command: str | None = None
@@ -171,6 +175,7 @@ class VerifyReport:
             "device": self.device.to_dict() if self.device else None,
             "before_device": self.before_device.to_dict() if self.before_device else None,
             "era": self.era,
+            "target": target_dict(self.target, self.target_warning),
             "migration": {
                 "codemods": list(migration.codes),
                 "rewrites": dict(sorted(migration.rewrites.items())),

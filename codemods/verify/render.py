@@ -7,6 +7,7 @@ import json
 from codemods import registry
 from codemods.verify.compare import ADDED, CHANGED, FIXED, FLAKY, MISSING, NEW_FAILING, REGRESSION, UNCHANGED, UNFIXED
 from codemods.verify.model import ERROR, OK, REGRESSIONS, UNCHANGED as NOTHING, VerifyReport
+from codemods.versions import format_version
 
 SECTIONS = (
     (REGRESSION, "Regressions"),
@@ -63,6 +64,10 @@ def text(report: VerifyReport) -> str:
         lines.append(f"  before:   {report.before_device.summary} (the era of the original code)")
     if report.device is not None:
         lines.append(f"  {'target:' if report.before_device is not None else 'device:'}   {report.device.summary}")
+    if report.target is not None:
+        lines.append(f"  for:      {report.target}")
+    if report.target_warning:
+        lines.append(f"  warning:  {report.target_warning}")
     if report.migration is not None:
         rewrites = ", ".join(f"{c} {_name(c)} ×{n}" for c, n in sorted(report.migration.rewrites.items()))
         lines.append(f"  migrated: {len(report.migration.changed)} file(s){': ' + rewrites if rewrites else ''}")
@@ -135,6 +140,11 @@ def as_json(report: VerifyReport) -> str:
     return json.dumps(report.to_dict(), indent=2)
 
 
+def _target(target) -> str:
+    """`**torch 1.13** (requirements.txt: torch==1.13.1)`, for Markdown."""
+    return f"**torch {format_version(target.version)}** ({target.source})"
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -142,6 +152,10 @@ def _cell(text: str) -> str:
 def markdown(report: VerifyReport) -> str:
     icon = {OK: "✅", NOTHING: "✅", REGRESSIONS: "❌", ERROR: "⚠️"}[report.status]
     out = [f"## torch-migrate: verified migration of `{report.path}`", "", f"{icon} **{report.message}**", ""]
+    if report.target is not None:
+        out += [f"Target: {_target(report.target)}", ""]
+    if report.target_warning:
+        out += [f"⚠️ {report.target_warning}", ""]
     m = report.migration
     if m is not None and m.changed:
         added = sum(s.added for s in report.diffstat)
