@@ -350,3 +350,16 @@ def test_verify_reports_name_the_target(tmp_path: Path) -> None:
     markdown = render.markdown(report)
     assert "Target: **torch 1.13** (requirements.txt: torch==1.13.1)" in markdown and "⚠️ requirements.txt pins" in markdown
     assert report.to_dict()["target"]["torch"] == "1.13"
+
+
+def test_run_verify_writes_the_migration_it_verified_for_the_interpreters_torch(old_torch_python: str, project) -> None:
+    root = project("torch113_train")
+    result = invoke("run", "--verify", str(root), "--python", old_torch_python, "--device", "cpu", "--format", "json")
+    data = json.loads(result.output)
+    assert data["written"] and data["exit_code"] == 0, result.output
+    assert data["verify"]["target"]["torch"] == "1.13" and data["migration"]["target"]["torch"] == "1.13"
+    written = (root / "trainer.py").read_text()
+    assert "from torch.optim.lr_scheduler import _LRScheduler" in written and "Variable" not in written
+    assert "torch.cuda.amp.GradScaler(enabled=False)" in written
+    done = subprocess.run([old_torch_python, "-m", "pytest", "-q"], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:]
