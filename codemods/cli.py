@@ -248,6 +248,8 @@ def _emit(report, fmt: str, output: str | None, color: str = "auto") -> None:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(rendered + "\n")
         if fmt in TEXT_FORMATS:
+            if report.target_warning:  # a pinned repository is never broken silently
+                click.echo(f"warning: {report.target_warning}", err=True)
             click.echo("\n".join(rendered.splitlines()[-2:]), err=True)  # the counts and the exit reason
     else:
         click.echo(rendered)
@@ -284,6 +286,8 @@ def _run_verified(paths, mode, fmt, output, exclude, no_config, drop_culprits, s
     if output is not None:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(rendered + "\n")
+        if report.target_warning:
+            click.echo(f"warning: {report.target_warning}", err=True)
         click.echo(applied.message, err=True)
     else:
         click.echo(rendered)
@@ -333,6 +337,8 @@ def verify_(path, select, ignore, unsafe, target_torch, rtol, atol, fmt, output,
     if output is not None:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(rendered + "\n")
+        if report.target_warning:
+            click.echo(f"warning: {report.target_warning}", err=True)
         click.echo(render.text(report).splitlines()[-1], err=True)
     else:
         click.echo(rendered)

@@ -363,3 +363,11 @@ def test_run_verify_writes_the_migration_it_verified_for_the_interpreters_torch(
     assert "torch.cuda.amp.GradScaler(enabled=False)" in written
     done = subprocess.run([old_torch_python, "-m", "pytest", "-q"], cwd=root, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-2000:]
+
+
+def test_the_warning_reaches_the_terminal_when_the_report_goes_to_a_file(tmp_path: Path) -> None:
+    root = repo(tmp_path / "r", {"requirements.txt": "torch==1.13.1\n", "train.py": TRAIN})
+    report = tmp_path / "report.txt"
+    result = CliRunner().invoke(main, ["run", "--diff", "--target-torch", "2.13", "-o", str(report), str(root)])
+    warning = "warning: requirements.txt pins torch 1.13 but the target is 2.13"
+    assert warning in result.stderr and warning in report.read_text()
