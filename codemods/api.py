@@ -72,12 +72,13 @@ def _config(paths: Sequence[Path], options: Options) -> Config:
 def _facts(
     files: Iterable[Path], specs: Sequence[registry.Spec], cache_dir: Path | None = None, jobs: int | None = None
 ) -> RepoFacts:
-    """The cheap whole-repo first pass, only when a selected codemod asks for it; its files are
-    read in `jobs` processes (it is the one serial step before the parallel pipeline otherwise).
+    """The cheap whole-repo first pass; its files are read in `jobs` processes (it is the one
+    serial step before the parallel pipeline otherwise). Every codemod needs its names: what the
+    repository's star imports and re-exports give a file (RepoFacts.imported_names).
 
     With a cache, the facts of an unchanged set of files are read back instead of recomputed.
     """
-    if not any(s.gate.uses_repo_facts for s in specs):
+    if not specs:
         return RepoFacts()
     contents = []
     for path in files:
@@ -104,7 +105,9 @@ def _file_facts(contents: list[tuple[str, bytes]]) -> list[tuple[str, FileFacts 
             text = decode(data).text
         except SourceError:
             continue
-        if "class " in text or "DataParallel" in text or "DataLoader" in text:
+        # a file whose names another may import: star-import sources and torch re-exporters
+        names = "import" in text and ("torch" in text or "import *" in text)
+        if names or "class " in text or "DataParallel" in text or "DataLoader" in text:
             parts.append((path, file_facts(text)))
     return parts
 

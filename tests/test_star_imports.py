@@ -156,23 +156,79 @@ def test_torch_star_imports_resolve_without_the_repository() -> None:
     assert api.transform_source(own, [registry.get("TM002")]).code == own
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the engine to hand the file to the resolver: Imports.of(tree, self.file) in"
-    " helpers/codemod.py, top_names for every file in api._file_facts, and the facts pass for the"
-    " codemods that resolve names (not this part's files)",
-)
 def test_migrate_removes_variable_that_arrived_by_a_star_import(repo: Path) -> None:
     report = api.migrate([str(repo)], api.Options(mode="write", select=("TM002",), cache=False, use_config=False))
     assert report.exit_code in (0, 1)
     assert "out = model(x)" in (repo / "train.py").read_text()
-    # Where removing the call would leave a relative or re-exporting import unused, the output
-    # guard keeps the file as it is, with a finding: the file still compiles either way.
-    for name in ("pkg/loop.py", "mypkg/models/net.py"):
+    # utils.py no longer uses Variable, but train.py star-imports it from there: its import stays.
+    utils = (repo / "utils.py").read_text()
+    assert "return x\n" in utils and "from torch.autograd import Variable\n" in utils
+    # Names that came by a re-export go with the import that brought them, relative or not.
+    net = (repo / "mypkg/models/net.py").read_text()
+    assert "return Wrap(model)(x), x, tu.DataParallel(model)" in net
+    assert "from ..torch_utils import Variable" not in net and "from mypkg import torch_utils\n" not in net
+    # Where removing the call would leave a star import unused, the output guard keeps the file
+    # as it is, with a finding: the file still compiles either way.
+    assert "Variable(x, requires_grad=True)" in (repo / "pkg/loop.py").read_text()
+    for name in ("pkg/loop.py", "mypkg/models/net.py", "utils.py", "train.py"):
         compile((repo / name).read_text(), name, "exec")
+
 
 
 def test_the_star_table_matches_the_installed_torch() -> None:
     pytest.importorskip("torch")
     check = subprocess.run([sys.executable, "scripts/gen_star_exports.py", "--check"], cwd=ROOT, capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
+
+
+def test_a_cached_result_goes_stale_when_the_star_imported_module_changes(repo: Path, monkeypatch) -> None:
+    """The per-file cache keys on the names a file takes from other modules: after `utils.py`
+    stops giving `Variable`, `train.py`'s cached rewrite must not be served again."""
+    monkeypatch.setenv("TORCH_MIGRATE_CACHE_DIR", str(repo / ".cache"))
+    options = api.Options(mode="diff", select=("TM002",), use_config=False)
+    first = api.migrate([str(repo)], options)
+    assert any(f.path.endswith("train.py") and f.rewrites for f in first.files)
+    utils = repo / "utils.py"
+    utils.write_text(utils.read_text().replace("from torch.autograd import Variable", "from mylib import Variable"))
+    second = api.migrate([str(repo)], options)
+    assert not any(f.path.endswith("train.py") and f.rewrites for f in second.files)
+    # An unrelated edit elsewhere leaves train.py's entry valid (a hit, the same result).
+    (repo / "mypkg/torch_utils.py").write_text((repo / "mypkg/torch_utils.py").read_text() + "\nX = 1\n")
+    third = api.migrate([str(repo)], options)
+    assert [f for f in third.files if f.path.endswith("train.py")] == [f for f in second.files if f.path.endswith("train.py")]
+
+
+def test_star_imported_names_reach_every_name_resolving_codemod(repo: Path) -> None:
+    """Not only TM002: `nn.DataParallel` from a star import is TM103's, `F.sigmoid` TM006's."""
+    (repo / "infer.py").write_text("from utils import *\n\n\ndef score(x):\n    return F.sigmoid(x), np.ones(1)\n")
+    report = api.migrate([str(repo)], api.Options(mode="diff", select=("TM006",), cache=False, use_config=False))
+    (infer,) = [f for f in report.files if f.path.endswith("infer.py")]
+    assert infer.rewrites == {"TM006": 1}, infer
+    assert "+    return torch.sigmoid(x), np.ones(1)" in infer.diff, infer.diff
+
+
+def test_an_import_another_file_takes_from_this_one_is_never_removed(repo: Path) -> None:
+    """`torch_utils.py` stops using Variable itself; `net.py` still imports it from there."""
+    (repo / "mypkg/torch_utils.py").write_text(
+        "from torch.autograd import Variable\nfrom torch.nn import DataParallel\n\n\ndef wrap(x):\n    return Variable(x)\n"
+    )
+    (repo / "mypkg/models/net.py").write_text("from mypkg.torch_utils import Variable as V\n\nKEEP = V\n")
+    report = api.migrate([str(repo)], api.Options(mode="write", select=("TM002",), cache=False, use_config=False))
+    assert report.exit_code in (0, 1)
+    text = (repo / "mypkg/torch_utils.py").read_text()
+    assert "return x\n" in text and text.startswith("from torch.autograd import Variable\n")
+    (utils,) = [f for f in report.files if f.path.endswith("torch_utils.py")]
+    assert utils.rewrites == {"TM002": 1} and not utils.findings
+
+
+def test_only_the_names_other_files_take_are_kept(repo: Path) -> None:
+    """`from mypkg.torch_utils import wrap` takes `wrap`, not the module's Variable import: that
+    one goes once unused; `import mypkg.torch_utils` (any attribute) would keep it."""
+    (repo / "mypkg/torch_utils.py").write_text("from torch.autograd import Variable\n\n\ndef wrap(x):\n    return Variable(x)\n")
+    (repo / "mypkg/models/net.py").write_text("from mypkg.torch_utils import wrap\n\nKEEP = wrap\n")
+    options = api.Options(mode="diff", select=("TM002",), cache=False, use_config=False)
+    (utils,) = [f for f in api.migrate([str(repo)], options).files if f.path.endswith("torch_utils.py")]
+    assert "-from torch.autograd import Variable" in utils.diff
+    (repo / "mypkg/models/net.py").write_text("import mypkg.torch_utils\n\nKEEP = mypkg.torch_utils.wrap\n")
+    (utils,) = [f for f in api.migrate([str(repo)], options).files if f.path.endswith("torch_utils.py")]
+    assert utils.rewrites == {"TM002": 1} and "-from torch.autograd import Variable" not in utils.diff

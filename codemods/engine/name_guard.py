@@ -38,6 +38,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from codemods.helpers import emitted
+from codemods.helpers.scan import names_taken
 from codemods.results import Finding
 from codemods.versions import NEWEST, Version, format_version
 
@@ -164,7 +165,18 @@ def _bound_name(shown: str, line: str) -> str:
     return full.partition(".")[0]
 
 
-def _messages(tree: ast.Module, path: str, lines: Sequence[str]) -> Iterable[Breakage]:
+def _star_bound(tree: ast.Module, path: str, facts) -> frozenset[str]:
+    """The names this file's star imports are known to bind (torch's own modules from the
+    table, the repository's from its facts): using one of them is no guess."""
+    stars = [(n.level, n.module or "") for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.names[0].name == "*"]
+    if not stars:
+        return frozenset()
+    from codemods.helpers.scan import FileNames
+
+    return frozenset(FileNames.of(stars, facts, path).star_names())
+
+
+def _messages(tree: ast.Module, path: str, lines: Sequence[str], facts=None) -> Iterable[Breakage]:
     from pyflakes import checker, messages
 
     kinds = {
@@ -175,14 +187,22 @@ def _messages(tree: ast.Module, path: str, lines: Sequence[str]) -> Iterable[Bre
         messages.RedefinedWhileUnused: "duplicate-import",
     }
     package = os.path.basename(path) == "__init__.py"
+    interface = names_taken(facts, path)  # imports other files of the repository take from this one
+    star_bound: frozenset[str] | None = None
     for message in checker.Checker(tree, filename=path, withDoctest=False).messages:
         kind = kinds.get(type(message))
         if kind is None or (package and kind == "unused-import"):
             continue  # in a package's __init__.py an import is its interface, used or not
         name = str(message.message_args[0])
+        if kind == "star-name":
+            star_bound = _star_bound(tree, path, facts) if star_bound is None else star_bound
+            if name in star_bound:
+                continue
         if kind == "unused-import":
             line = lines[message.lineno - 1] if 0 < message.lineno <= len(lines) else ""
-            yield Breakage(kind, _bound_name(name, line), message.lineno, name)
+            bound = _bound_name(name, line)
+            if bound not in interface:
+                yield Breakage(kind, bound, message.lineno, name)
         else:
             yield Breakage(kind, name, message.lineno)
 
@@ -198,9 +218,12 @@ def _bad_to_calls(tree: ast.Module) -> Iterable[Breakage]:
             yield Breakage("bad-to-call", f"{len(node.args)} positional arguments", node.lineno)
 
 
-def profile(text: str, path: str = "<string>", tree: ast.Module | None = None, target: Version = NEWEST) -> Profile | None:
+def profile(
+    text: str, path: str = "<string>", tree: ast.Module | None = None, target: Version = NEWEST, facts=None
+) -> Profile | None:
     """The guard's view of `text` (whose `ast` is `tree`, when already parsed) for output that
-    must run on torch `target`; None when CPython's `ast` does not parse it."""
+    must run on torch `target`, in a repository with these `RepoFacts` (what its star imports
+    bind); None when CPython's `ast` does not parse it."""
     if tree is None:
         try:
             with warnings.catch_warnings():
@@ -208,7 +231,7 @@ def profile(text: str, path: str = "<string>", tree: ast.Module | None = None, t
                 tree = ast.parse(text, path)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-    found = list(_messages(tree, path, text.splitlines()))
+    found = list(_messages(tree, path, text.splitlines(), facts))
     if ".to(" in text:
         found.extend(_bad_to_calls(tree))
     for symbol, version, line in emitted.too_new(tree, target):
@@ -280,7 +303,7 @@ def _attribute(replay: Replay, base: Profile, dropped: Iterable[str]) -> dict[st
             continue
         tree, changed = new, True
         text = text if text is not None else tree.code
-        now = profile(text, replay.file.path, target=replay.file.target_torch)
+        now = profile(text, replay.file.path, target=replay.file.target_torch, facts=replay.file.facts)
         if now is None:  # not parseable: everything from here on is this codemod's doing
             return {spec.code: ([_UNPARSED], text)}
         new_keys = {b.key: b for b in now.new_against(base)}
@@ -331,14 +354,14 @@ def guard(source: str, code: str, rewrote: Iterable[str], replay: Replay) -> Gua
     """None when `code` (what the codemods `rewrote` made of `source`) breaks nothing that
     `source` did not; else the output without the changes of the codemods that did, with a
     finding for each."""
-    path, target = replay.file.path, replay.file.target_torch
+    path, target, facts = replay.file.path, replay.file.target_torch, replay.file.facts
     if code == source:
         return None
-    after = profile(code, path, target=target)
+    after = profile(code, path, target=target, facts=facts)
     if after is not None and not after.breakages:
         return None  # most outputs (71 of 76 changed corpus files): then the input needs no check
     scan = replay.sites.scan if replay.sites is not None else None  # the engine's ast of `source`
-    base = profile(source, path, scan.module if scan is not None and scan.source == source else None, target)
+    base = profile(source, path, scan.module if scan is not None and scan.source == source else None, target, facts)
     if base is None or _untolerated(after, base, rewrote) is False:
         return None
     by_code = {s.code: s for s in replay.specs}
@@ -355,7 +378,7 @@ def guard(source: str, code: str, rewrote: Iterable[str], replay: Replay) -> Gua
             replay.tree, [s for s in replay.specs if s.code not in dropped], replay.file, replay.sites, replay.declined
         )
         code = (text if text is not None else tree.code) if rewrites else source
-        broken = _untolerated(profile(code, path, target=target), base, rewrites)
+        broken = _untolerated(profile(code, path, target=target, facts=facts), base, rewrites)
         if broken is None or replay.compile_error(code, path) is not None:
             # Without the dropped codemods, the others' output does not even compile: keep none.
             code, rewrites, found = source, {}, []

@@ -120,11 +120,11 @@ def _run(
     for spec in specs:
         if stale:
             text = tree.code
-            sites, stale = Sites.of(text, tree), False
+            sites, stale = Sites.of(text, tree, Scan.of(text, file.facts, file.path)), False
         if spec.code in declined:
             if not rewrites:
                 continue
-            scan = sites.scan if sites is not None else Scan.of(tree.code)
+            scan = sites.scan if sites is not None else Scan.of(tree.code, file.facts, file.path)
             if scan is not None and not spec.gate.may_act(scan, spec.sites, file.facts):
                 continue
         # A fresh context per codemod: chained codemods sharing one re-apply each other's imports.
@@ -172,7 +172,7 @@ def _gated(firing: list[Spec], source: str, file: FileContext) -> tuple[frozense
     gated = [s for s in firing if s.gate.may_act is not None]
     if not gated:
         return frozenset(), None
-    scan = Scan.of(source)
+    scan = Scan.of(source, file.facts, file.path)
     if scan is None:
         return frozenset(), None
     return frozenset(s.code for s in gated if not s.gate.may_act(scan, s.sites, file.facts)), scan
@@ -205,7 +205,7 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
     # statement's layout instead of the whole module's: made for every parsed file.
     from codemods.helpers.sites import Sites
 
-    sites = Sites.of(source, tree, scan)
+    sites = Sites.of(source, tree, scan if scan is not None else Scan.of(source, file.facts, file.path))
     try:
         new_tree, rewrites, findings, new_code = _run(tree, firing, file, sites, declined)
     except _CodemodFailed as exc:

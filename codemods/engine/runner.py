@@ -17,6 +17,7 @@ from codemods.engine.source import Decoded, SourceError, decode
 from codemods.engine.writer import ReadOnly, write_atomic
 from codemods.helpers.context import FileContext
 from codemods.helpers.facts import RepoFacts
+from codemods.helpers.scan import names_key
 from codemods.registry import Spec
 from codemods.results import FileResult, Problem, Status
 from codemods.versions import Target, format_version
@@ -94,9 +95,10 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
     key = outcome = source = None
     if cache is not None:
         uses_facts = any(s.gate.uses_repo_facts for s in specs)
+        names = "" if uses_facts else names_key(plan.facts, display)  # the whole facts already hold them
         key = cache.key(
             data, display, [s.code for s in specs], plan.device_name, plan.facts if uses_facts else None,
-            format_version(plan.target.version),
+            f"{format_version(plan.target.version)}\0{names}",
         )
         outcome = cache.get(key)
     if outcome is None:

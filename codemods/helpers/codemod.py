@@ -29,6 +29,7 @@ from codemods.helpers.import_edits import ImportItem, TopImportsAdder, UsedNames
 from codemods.helpers.names import Imports
 from codemods.helpers.noqa import is_suppressed
 from codemods.helpers.patterns import Words
+from codemods.helpers.scan import names_taken
 from codemods.helpers.sites import Pruner, Sites, prune_visit
 from codemods.results import Finding
 from codemods.versions import NEWEST, format_version, needed
@@ -166,8 +167,20 @@ class MigrationCodemod(cst.CSTTransformer):
         self.context.added.append(ImportItem(module, obj, asname, relative))
 
     def remove_unused_import(self, module: str, obj: str | None = None, asname: str | None = None) -> None:
-        """After the walk, remove that import if nothing in the module uses its name any more."""
+        """After the walk, remove that import if nothing in the module uses its name any more,
+        and no other file of the repository imports that name from this one."""
+        bound = asname or obj or module.partition(".")[0]
+        if bound in names_taken(self.file.facts, self.file.path):
+            return
         self.context.removed.append((module, obj, asname))
+        if obj is None and asname is not None and "." in module:  # `import a.b as c` is also `from a import b as c`
+            parent, _, leaf = module.rpartition(".")
+            self.context.removed.append((parent, leaf, None if leaf == asname else asname))
+        spelled = self.imports.aliases.get(bound)
+        if spelled is not None and spelled != (f"{module}.{obj}" if obj else module) and bound not in self.imports.names.star_names():
+            # the name came by a re-export (`from ..torch_utils import Variable`): that import goes
+            source, _, name = spelled.rpartition(".")
+            self.context.removed.append((source, name, None if name == bound else bound))
 
     @contextmanager
     def resolve(self, wrapper: MetadataWrapper) -> Generator[None, None, None]:
@@ -184,7 +197,7 @@ class MigrationCodemod(cst.CSTTransformer):
             self.metadata = {}
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        self.imports = Imports.of(tree)
+        self.imports = Imports.of(tree, self.file)  # with the names star imports and re-exports give it
         self._default_indent = tree.default_indent
         return tree.visit(self)
 

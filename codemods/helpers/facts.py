@@ -251,7 +251,8 @@ def _closure(bases: dict[str, set[str]], is_root) -> set[str]:
 class TopNames:
     """What one file binds at its top level, in source order: ("import", local, level, module,
     name) for `from module import name as local` (name "" for `import module as local`),
-    ("star", level, module) and ("define", name); plus its literal `__all__`, if any."""
+    ("module", "pkg.mod") beside the import of `pkg` for `import pkg.mod`, ("star", level,
+    module) and ("define", name); plus its literal `__all__`, if any."""
 
     events: tuple[tuple, ...] = ()
     all_names: tuple[str, ...] | None = None
@@ -268,6 +269,8 @@ def top_names(tree: ast.Module) -> TopNames:
                 else:
                     head = a.name.split(".")[0]
                     events.append(("import", head, 0, head, ""))
+                    if head != a.name:  # `import pkg.mod` binds `pkg`, and loads pkg.mod for it
+                        events.append(("module", a.name))
         elif isinstance(node, ast.ImportFrom):
             for a in node.names:
                 if a.name == "*":
@@ -369,7 +372,7 @@ class _Modules:
                 bound[event[1]] = None
             elif event[0] == "star":
                 bound.update(self.star(event[1], event[2], path))
-            else:
+            elif event[0] == "import":
                 _, local, level, module, name = event
                 bound[local] = self.target(level, module, name, path)
         self._open.discard(path)
@@ -400,7 +403,11 @@ class _Modules:
 
 
 def imported_names_entries(tops: dict[str, TopNames]) -> frozenset[str]:
-    """The `RepoFacts.imported_names` entries of a repository's files (their `top_names`)."""
+    """The `RepoFacts.imported_names` entries of a repository's files (their `top_names`), one
+    string each: `S importer module` (a star import), `M importer spelling module` (how an import
+    spells a repository module), `T module name` (a name other files take from a module: `*` for
+    a star import, `**` for the module itself), `E module name qualified star` (what a module
+    exports from outside the repository; star: whether `import *` gives it)."""
     modules = _Modules(tops)
     entries: set[str] = set()
     linked: set[str] = set()
@@ -410,6 +417,7 @@ def imported_names_entries(tops: dict[str, TopNames]) -> frozenset[str]:
                 found = modules.find(event[1], event[2], path)
                 if found is not None:
                     entries.add(f"S\t{path}\t{found}")
+                    entries.add(f"T\t{found}\t*")
                     linked.add(found)
             elif event[0] == "import":
                 _, local, level, module, name = event
@@ -417,11 +425,18 @@ def imported_names_entries(tops: dict[str, TopNames]) -> frozenset[str]:
                 found = modules.find(level, module, path)
                 if found is not None:
                     entries.add(f"M\t{path}\t{spelled}\t{found}")
+                    entries.add(f"T\t{found}\t{name or '**'}")  # `import m`: any attribute of m
                     linked.add(found)
                 sub = modules.find(level, f"{module}.{name}", path) if name else None
                 if sub is not None:  # `from pkg import mod`: a module of the package
                     entries.add(f"M\t{path}\t{spelled + '.' if module else spelled}{name}\t{sub}")
+                    entries.add(f"T\t{sub}\t**")
                     linked.add(sub)
+            elif event[0] == "module":
+                found = modules.find(0, event[1], path)
+                if found is not None:
+                    entries.add(f"T\t{found}\t**")
+                    linked.add(found)
     modules.settle(linked)
     for path in linked:
         visible = tops[path].all_names

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable, Sequence, Union
 
 import libcst as cst
-from libcst.helpers import get_absolute_module_from_package_for_import
+from libcst.helpers import get_absolute_module_from_package_for_import, get_full_name_for_node
 
 from codemods.helpers.names import _BLOCKS
 
@@ -99,6 +99,14 @@ def _skip_first(module: cst.Module) -> bool:
 def _from_module(node: cst.ImportFrom) -> str | None:
     """The absolute module of `from X import ...` (None for a relative one: no package is known)."""
     return get_absolute_module_from_package_for_import(None, node)
+
+
+def _relative_spelling(node: cst.ImportFrom) -> str | None:
+    """`..utils` for `from ..utils import x`: how a removal asks for a relative import."""
+    if not node.relative:
+        return None
+    module = get_full_name_for_node(node.module) if node.module is not None else ""
+    return "." * len(node.relative) + (module or "")
 
 
 class _TopImports:
@@ -387,7 +395,7 @@ class UsedNamesRemover(cst.CSTTransformer):
         names = original_node.names
         if isinstance(names, cst.ImportStar):
             return updated_node
-        module = _from_module(updated_node)
+        module = _from_module(updated_node) or _relative_spelling(updated_node)
         if module is None or module not in self.unused_obj_imports:
             return updated_node
         updates = self._from_names(updated_node, names, module)

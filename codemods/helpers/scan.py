@@ -244,12 +244,56 @@ class FileNames:
 _NO_NAMES = FileNames()
 
 
+def names_taken(facts, path: str) -> frozenset[str]:
+    """The names of the file at `path` that other files of the repository may import from it
+    (by a star import or by name) and that it got from an import itself: its interface, which
+    a rewrite must not remove however unused it is here (`utils.py`'s `from torch.autograd
+    import Variable`, when `train.py` says `from utils import *`)."""
+    entries = facts.imported_names if facts is not None else frozenset()
+    if not entries:
+        return frozenset()
+    index = _index(entries)
+    here = os.path.abspath(path)
+    marks = index.taken.get(here)
+    if not marks:
+        return frozenset()
+    exports = index.exports.get(here, {})
+    if "**" in marks:  # `import utils`: any attribute may be read
+        return frozenset(exports)
+    names = {name for name in marks if name in exports}
+    if "*" in marks:
+        names |= set(index.star_visible.get(here, {}))
+    return frozenset(names)
+
+
+def names_key(facts, path: str) -> str:
+    """What of the repository's star imports and re-exports the codemods can read for the file
+    at `path` (its own star imports and module spellings, those modules' exports, and the names
+    other files take from it), as a stable string: "" when it reads nothing. The per-file cache keys on it, so a file's cached
+    result goes stale when a module it takes names from changes them, and only then."""
+    entries = facts.imported_names if facts is not None else frozenset()
+    if not entries:
+        return ""
+    index = _index(entries)
+    here = os.path.abspath(path)
+    stars, spellings = sorted(index.stars.get(here, ())), sorted(index.spellings.get(here, {}).items())
+    taken = sorted(names_taken(facts, path))
+    if not stars and not spellings and not taken:
+        return ""
+    modules = sorted({*stars, *(module for _, module in spellings)})
+    parts = [repr(stars), repr(spellings), repr(taken)]
+    for module in modules:
+        parts.append(repr((module, sorted(index.exports.get(module, {}).items()), sorted(index.star_visible.get(module, {}).items()))))
+    return "\n".join(parts)
+
+
 class _Index:
     def __init__(self) -> None:
         self.exports: dict[str, dict[str, str]] = {}
         self.star_visible: dict[str, dict[str, str]] = {}
         self.stars: dict[str, list[str]] = {}
         self.spellings: dict[str, dict[str, str]] = {}
+        self.taken: dict[str, set[str]] = {}  # module -> names other files import from it (`*`, `**`: see facts)
 
 
 @lru_cache(maxsize=4)
@@ -267,4 +311,6 @@ def _index(entries: frozenset[str]) -> _Index:
             index.stars.setdefault(rest[0], []).append(rest[1])
         elif kind == "M":
             index.spellings.setdefault(rest[0], {})[rest[1]] = rest[2]
+        elif kind == "T":
+            index.taken.setdefault(rest[0], set()).add(rest[1])
     return index

@@ -102,6 +102,8 @@ def reference(codemod, qualified: str, forms: dict[str, ImportForm]) -> cst.Base
         if not form.module_level:  # bound only inside a function: bind it where we use it
             codemod.add_needed_import(form.module, form.obj, form.asname)
         return attribute_chain(local)
+    if local is not None and local.split(".")[0] in codemod.imports.names.star_names():
+        return attribute_chain(local)  # bound by a star import (`from utils import *` gives `torch`)
     codemod.add_needed_import(qualified.split(".")[0])
     return attribute_chain(qualified)
 

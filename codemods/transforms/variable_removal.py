@@ -401,7 +401,7 @@ class VariableRemoval(MigrationCodemod):
             target = self.imports.aliases.get(head)
             if target is None or head in self.imports.shadowed:
                 continue
-            if target in VARIABLE:
+            if self.imports.names.reexported(target) in VARIABLE:  # also through a re-export
                 module, _, obj = target.rpartition(".")
                 self.remove_unused_import(module, obj, None if head == obj else head)
             elif head != target.split(".")[0]:  # `import torch.autograd as ag`, not `import torch`
