@@ -81,14 +81,16 @@ def minimums() -> dict[str, Version]:
 
 def needed(symbol: str) -> Version | None:
     """The torch `symbol` needs, by the table: its own entry, else that of the longest prefix
-    that has one (`torch.linalg.solve` needs at least what `torch.linalg` needs)."""
+    that has one (`torch.linalg.solve` needs at least what `torch.linalg` needs, `f(kw)` what `f`
+    needs)."""
     table = minimums()
     found = table.get(symbol)
     if found is not None:
         return found
     head, _, keyword = symbol.partition("(")
     parts = head.split(".")
-    for end in range(len(parts) - 1, 0, -1):
+    # a keyword without an entry of its own needs what its callable needs
+    for end in range(len(parts) if keyword else len(parts) - 1, 0, -1):
         found = table.get(".".join(parts[:end]))
         if found is not None:
             return found

@@ -297,6 +297,7 @@ class UsedNamesRemover(cst.CSTTransformer):
         self._unused_imports: dict[cst.ImportAlias, cst.Import | cst.ImportFrom] = {}
         self._enter: set[int] = set()
         self._orphans: dict[int, list[cst.EmptyLine]] = {}  # removed line -> its comment lines
+        self._gone: set[int] = set()  # removed lines
 
     def plan(self, tree: cst.Module) -> tuple[set[int], set[int]]:
         """What `transform(tree)` will remove, without editing: the ids of the import aliases that
@@ -328,6 +329,16 @@ class UsedNamesRemover(cst.CSTTransformer):
         self._unused_imports = {
             alias: statement for statement, alias in lister.aliases if _bound(alias) in wanted - used
         }
+        # An import inside a function binds a name of that function: a use elsewhere in the module
+        # does not keep it (`from torch.cuda import amp` in eval(), while train() still reads amp).
+        for statement, alias in lister.aliases:
+            if _bound(alias) in used and alias not in self._unused_imports:
+                function = next((a for a in reversed(lister.around[id(statement)]) if isinstance(a, cst.FunctionDef)), None)
+                if function is not None:
+                    local = _Uses()
+                    function.body.visit(local)
+                    if _bound(alias) not in local.used:
+                        self._unused_imports[alias] = statement
         # The walk that edits them enters only the compound statements around them.
         self._enter = {id(a) for s in self._unused_imports.values() for a in lister.around[id(s)]}
 
@@ -342,13 +353,23 @@ class UsedNamesRemover(cst.CSTTransformer):
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.SimpleStatementLine:
         if not updated_node.body:  # the line goes: its comments must not (user text, notebook magics)
+            self._gone.add(id(original_node))
             comments = [line for line in original_node.leading_lines if line.comment is not None]
             if comments:
                 self._orphans[id(original_node)] = comments
         return updated_node
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
-        return self._adopt(original_node, updated_node)
+        updated_node = self._adopt(original_node, updated_node)
+        if original_node.body and id(original_node.body[0]) in self._gone and updated_node.body:
+            # the block's first line went: the blank lines that followed it do not open the block
+            first = updated_node.body[0]
+            lines = list(first.leading_lines)
+            while lines and lines[0].comment is None:
+                lines.pop(0)
+            if len(lines) != len(first.leading_lines):
+                updated_node = updated_node.with_changes(body=[first.with_changes(leading_lines=lines), *updated_node.body[1:]])
+        return updated_node
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         return self._adopt(original_node, updated_node)
