@@ -66,6 +66,11 @@ class Spec:
     """One line: what it rewrites or reports (`list`, the README's table)."""
     gate: Gate = NO_GATE
     """What else decides, before parsing, whether it can act on a file (gates/__init__.py)."""
+    emits: tuple[str, ...] = ()
+    """The torch symbols newer than the oldest target (keys of codemods/data/torch_minimums.json)
+    that its rewrites may write: where the target lacks one, that rewrite is held back with a
+    finding (helpers/target_gate.py). The README's table shows what each needs; the tests check
+    every fixture output against this list."""
 
     def __post_init__(self) -> None:
         if not self.summary and not isinstance(self.target, str):  # a class given in place: its own line
@@ -102,6 +107,13 @@ class Spec:
         findings carry the same label, from the codemod's SAFETY)."""
         return FINDINGS_ONLY if self.code.startswith("TM9") else self.safety.value
 
+    @property
+    def needs(self) -> tuple[tuple[str, tuple[int, int]], ...]:
+        """(symbol, the torch it needs) for each symbol in `emits`, oldest first."""
+        from codemods.versions import needed
+
+        return tuple(sorted(((s, needed(s) or (1, 0)) for s in self.emits), key=lambda item: (item[1], item[0])))
+
     def fires_on(self, text: str) -> bool:
         return any(t.search(text) for t in self.trigger)
 
@@ -136,11 +148,22 @@ PIPELINE: tuple[Spec, ...] = (
         "TM004", "amp-namespace", "codemods.transforms.amp_namespace:AmpNamespace", Safety.SAFE,
         amp_namespace.triggers(),
         summary='torch.cuda.amp.autocast() -> torch.amp.autocast("cuda")',
+        emits=(
+            "torch.autocast",
+            "torch.amp.autocast",
+            "torch.amp.GradScaler",
+            "torch.amp.custom_fwd",
+            "torch.amp.custom_bwd",
+        ),
     ),
     Spec(
         "TM005", "checkpoint-reentrant", "codemods.transforms.checkpoint_reentrant:CheckpointReentrant", Safety.SAFE,
         checkpoint_reentrant.triggers(),
         summary="checkpoint(fn, x) -> checkpoint(fn, x, use_reentrant=True)",
+        emits=(
+            "torch.utils.checkpoint.checkpoint(use_reentrant)",
+            "torch.utils.checkpoint.checkpoint_sequential(use_reentrant)",
+        ),
     ),
     # TM006 after TM002/TM003: `Variable(...)` wrappers are gone, so argument positions are final.
     Spec(
@@ -148,6 +171,19 @@ PIPELINE: tuple[Spec, ...] = (
         deprecated_api.triggers(),
         summary="F.upsample -> F.interpolate, nn.init.xavier_uniform -> xavier_uniform_, torch.range -> arange, ...",
         gate=deprecated_api.GATE,
+        emits=(
+            "torch.outer",
+            "torch.linalg.cholesky",
+            "torch.linalg.cholesky(upper)",
+            "torch.linalg.eigh",
+            "torch.linalg.eigvalsh",
+            "torch.linalg.matrix_rank",
+            "torch.linalg.matrix_rank(atol)",
+            "torch.linalg.multi_dot",
+            "torch.linalg.qr",
+            "torch.linalg.solve",
+            "torch.testing.assert_close",
+        ),
     ),
     # TM007 and TM008 after TM006: the deprecated-API table may rename a name these then move.
     Spec(
@@ -159,12 +195,22 @@ PIPELINE: tuple[Spec, ...] = (
         "TM008", "removed-internals", "codemods.transforms.removed_internals:RemovedInternals", Safety.SAFE,
         removed_internals.triggers(),
         summary="_LRScheduler -> LRScheduler, private DataLoader paths, zero_gradients, type-name tests -> dtype",
+        emits=(
+            "torch.hub.load_state_dict_from_url",
+            "torch.utils.data.get_worker_info",
+            "torch.utils.data.default_collate",
+            "torch.utils.data.default_convert",
+            "torch.optim.lr_scheduler.LRScheduler",
+        ),
     ),
     Spec(
         "TM101", "cuda-to-device", "codemods.transforms.cuda_to_device:CudaToDevice", Safety.SAFE,
         cuda_to_device.triggers(),
         summary="x.cuda() -> x.to(device); torch.cuda.FloatTensor(n) -> torch.empty(n, dtype=..., device=device)",
         gate=cuda_to_device.GATE,
+        emits=(
+            "torch.set_default_device",
+        ),
     ),
     # after TM101: a load it rewrote to `.to(device)` first (`torch.load(f).cuda()`) keeps that move
     Spec(
@@ -180,6 +226,9 @@ PIPELINE: tuple[Spec, ...] = (
         dataparallel_to_ddp.triggers(),
         summary="nn.DataParallel(model) -> DDP scaffolding that runs as one process or under torchrun",
         gate=dataparallel_to_ddp.GATE,
+        emits=(
+            "torch.utils.data.distributed.DistributedSampler(shuffle)",
+        ),
     ),
     # after TM103: it recognises TM103's `ddp_wrap(...)` as a wrapped model, and reuses its helpers.
     Spec(
@@ -187,6 +236,9 @@ PIPELINE: tuple[Spec, ...] = (
         state_dict_prefix.triggers(),
         summary="torch.save(dp_model.state_dict()) -> unwrap first; strip `module.` with consume_prefix_in_state_dict_if_present",
         gate=state_dict_prefix.GATE,
+        emits=(
+            "torch.nn.modules.utils.consume_prefix_in_state_dict_if_present",
+        ),
     ),
     # TM2xx after the TM1xx codemods: they rewrite `.cuda()`/`torch.load` inside datasets first,
     # and TM201 then moves whole statements (the open) without having to know about devices.
@@ -209,6 +261,10 @@ PIPELINE: tuple[Spec, ...] = (
         load_weights_only.triggers(),
         summary="torch.load(f) -> torch.load(f, weights_only=True) for state dicts, else False + finding",
         gate=load_weights_only.GATE,
+        emits=(
+            "torch.load(weights_only)",
+            "torch.serialization.load(weights_only)",
+        ),
     ),
     # TM401 last of the TM4xx slot, after TM3xx: plain Python/NumPy renames no other codemod reads.
     Spec(

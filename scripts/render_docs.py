@@ -14,16 +14,30 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from codemods.registry import all_specs  # noqa: E402
+from codemods.versions import format_version  # noqa: E402
 
 README = ROOT / "README.md"
 START, END = "<!-- codemods:start -->", "<!-- codemods:end -->"
 
 
+def _needs(spec) -> str:
+    """What the codemod's output may need of torch, by release: `1.13: load(weights_only=)`."""
+    if not spec.needs:
+        return "any"
+    by_version: dict[tuple[int, int], list[str]] = {}
+    for symbol, version in spec.needs:
+        shown = symbol.removeprefix("torch.")
+        if "(" in shown:
+            shown = shown.replace(")", "=)")
+        by_version.setdefault(version, []).append(f"`{shown}`")
+    return "; ".join(f"{format_version(v)}: {', '.join(names)}" for v, names in by_version.items())
+
+
 def table() -> str:
-    rows = ["| code | name | safety | what it does |", "|---|---|---|---|"]
+    rows = ["| code | name | safety | what it does | output needs torch |", "|---|---|---|---|---|"]
     for spec in all_specs():
         summary = spec.summary.replace("|", "\\|")
-        rows.append(f"| {spec.code} | `{spec.name}` | {spec.kind} | {summary} |")
+        rows.append(f"| {spec.code} | `{spec.name}` | {spec.kind} | {summary} | {_needs(spec)} |")
     return "\n".join(rows)
 
 
