@@ -92,3 +92,26 @@ def test_a_computed_value_is_still_cut_off_from_its_graph() -> None:
     old_result, new_result = run(DETACHING, "attack_step", 1), run(new, "attack_step", 1)
     assert old_result[0] is None and new_result[0] is None  # no gradient leaks into delta
     torch.testing.assert_close(old_result[1], new_result[1])
+
+
+COMPUTED_NAME = """
+import torch
+from torch.autograd import Variable
+
+
+def grad_of_w():
+    w = torch.ones(1, requires_grad=True)
+    h = w * 3
+    h = Variable(h)  # detaches: the gradient must not flow through h
+    (h * w).sum().backward()
+    return w.grad
+"""
+
+
+def test_a_name_bound_to_a_computed_tensor_keeps_its_cut() -> None:
+    """`h = w * 3; h = Variable(h)`: Variable detached h, so w's gradient is 3, not 6."""
+    before = run(COMPUTED_NAME, "grad_of_w")
+    after_source = migrate(COMPUTED_NAME, "TM002")
+    assert "h = h.detach()" in after_source
+    after = run(after_source, "grad_of_w", strict=True)
+    assert before.item() == after.item() == 3.0

@@ -232,3 +232,45 @@ def test_only_the_names_other_files_take_are_kept(repo: Path) -> None:
     (repo / "mypkg/models/net.py").write_text("import mypkg.torch_utils\n\nKEEP = mypkg.torch_utils.wrap\n")
     (utils,) = [f for f in api.migrate([str(repo)], options).files if f.path.endswith("torch_utils.py")]
     assert utils.rewrites == {"TM002": 1} and "-from torch.autograd import Variable" not in utils.diff
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+
+
+def test_a_renamed_import_that_other_files_take_keeps_its_local_name(tmp_path: Path) -> None:
+    """TM008 moves `_LRScheduler` to `LRScheduler`; `train.py` imports `_LRScheduler` from the
+    package (and `tools.py` star-imports it through `__all__`): the package keeps that name."""
+    _write(tmp_path, {
+        "pkg/__init__.py": "from torch.optim.lr_scheduler import _LRScheduler\n__all__ = ['_LRScheduler']\n",
+        "train.py": "from pkg import _LRScheduler\n\n\nclass Warmup(_LRScheduler):\n    pass\n",
+        "tools.py": "from pkg import *\n\n\nclass Cosine(_LRScheduler):\n    pass\n",
+    })  # fmt: skip
+    report = api.migrate([str(tmp_path)], api.Options(mode="write", select=("TM008",), cache=False, use_config=False))
+    assert (tmp_path / "pkg/__init__.py").read_text().startswith("from torch.optim.lr_scheduler import LRScheduler as _LRScheduler\n")
+    assert "class Warmup(_LRScheduler)" in (tmp_path / "train.py").read_text()
+    assert "class Cosine(_LRScheduler)" in (tmp_path / "tools.py").read_text()
+    assert not [f for r in report.files for f in r.findings if "not applied" in f.message]
+
+
+def test_names_from_a_star_import_reach_codemods_whose_triggers_read_import_spellings(tmp_path: Path) -> None:
+    """TM004's triggers look for `cuda.amp`; `train.py` only says `GradScaler()`, which
+    `from utils.imports import *` gives it. The triggers and the statement map read it anyway."""
+    _write(tmp_path, {
+        "utils/__init__.py": "",
+        "utils/imports.py": "import torch\nfrom torch.cuda.amp import GradScaler, autocast\n",
+        "train.py": """
+            from utils.imports import *
+
+            scaler = GradScaler(enabled=False)
+            with autocast(enabled=False):
+                pass
+        """,
+    })  # fmt: skip
+    api.migrate([str(tmp_path)], api.Options(mode="write", select=("TM004",), cache=False, use_config=False))
+    train = (tmp_path / "train.py").read_text()
+    assert 'scaler = torch.amp.GradScaler("cuda", enabled=False)' in train
+    assert 'with torch.amp.autocast("cuda", enabled=False):' in train

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Sequence
 from codemods.helpers.context import FileContext
 from codemods.engine import name_guard
 from codemods.helpers.noqa import is_suppressed, noqa_lines
-from codemods.helpers.scan import Scan
+from codemods.helpers.scan import Scan, indirect_spellings
 from codemods.registry import Spec
 from codemods.results import Finding, Problem
 
@@ -161,8 +161,12 @@ def _culprit(tree: cst.Module, specs: Sequence[Spec], file: FileContext, sites: 
 
 
 def _firing(specs: Sequence[Spec], source: str, file: FileContext) -> list[Spec]:
-    """The codemods that may change this text: trigger regexes first, then the codemod's own gate."""
-    return [s for s in specs if s.fires_on(source) and (s.gate.applies is None or s.gate.applies(source, file.facts))]
+    """The codemods that may change this text: trigger regexes first, then the codemod's own gate.
+    The triggers also read the qualified names of what the file gets by a star import or a
+    re-export (`GradScaler` from `from utils import *` reads as torch.cuda.amp.GradScaler)."""
+    indirect = indirect_spellings(file.facts, file.path, source)
+    seen = f"{source}\n{indirect}" if indirect else source
+    return [s for s in specs if s.fires_on(seen) and (s.gate.applies is None or s.gate.applies(source, file.facts))]
 
 
 def _gated(firing: list[Spec], source: str, file: FileContext) -> tuple[frozenset[str], Scan | None]:

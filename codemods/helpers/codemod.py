@@ -159,6 +159,12 @@ class MigrationCodemod(cst.CSTTransformer):
             tree = UsedNamesRemover(self.context.removed).transform(tree)
         return tree
 
+    @property
+    def interface(self) -> frozenset[str]:
+        """The names of this module that other files of the repository import from it: a
+        codemod must not remove or rename them (helpers/scan.py names_taken)."""
+        return names_taken(self.file.facts, self.file.path)
+
     def add_needed_import(self, module: str, obj: str | None = None, asname: str | None = None, relative: int = 0) -> None:
         """After the walk, `import module [as asname]` or `from module import obj [as asname]`,
         unless the leading import block has it (helpers/import_edits.py)."""
@@ -170,7 +176,7 @@ class MigrationCodemod(cst.CSTTransformer):
         """After the walk, remove that import if nothing in the module uses its name any more,
         and no other file of the repository imports that name from this one."""
         bound = asname or obj or module.partition(".")[0]
-        if bound in names_taken(self.file.facts, self.file.path):
+        if bound in self.interface:
             return
         self.context.removed.append((module, obj, asname))
         if obj is None and asname is not None and "." in module:  # `import a.b as c` is also `from a import b as c`

@@ -9,7 +9,7 @@ changes. Only the names asked for move; the rest of the statement stays as it wa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Collection, Callable, Sequence
 
 import libcst as cst
 
@@ -48,13 +48,15 @@ def move_names(
     line: cst.SimpleStatementLine,
     decide: Callable[[str, str, str], Move | None],
     taken: Callable[[str], bool] = lambda name: True,
+    interface: Collection[str] = (),
 ) -> Moved:
     """Rewrite the `from M import ...` statements of one line.
 
     `decide(M, name, local)` says where `name` goes (None: stays). A moved name keeps its local
     name (`as` is added when the new name differs) unless the new name is free (`taken(new)` is False),
     in which case the local name becomes the new name and `renamed` says so: the caller renames
-    the uses. Returns `changed=False` when nothing in the line is affected.
+    the uses. A local name in `interface` (other files import it from this module) is always
+    kept. Returns `changed=False` when nothing in the line is affected.
     """
     out = Moved()
     kept_small: list[cst.BaseSmallStatement] = []
@@ -83,7 +85,7 @@ def move_names(
             if move.module is None:
                 continue
             new_local = local
-            if alias.asname is None and move.name != name and not taken(move.name):
+            if alias.asname is None and move.name != name and not taken(move.name) and local not in interface:
                 new_local = move.name
                 out.renamed[local] = move.name
             if move.module == module:

@@ -49,6 +49,14 @@ class Imports:
     shadowed: set[str] = field(default_factory=set)
     names: FileNames = field(default_factory=FileNames)
     """Star imports and re-exports of this file (helpers/scan.py), followed by `resolve`."""
+    own: dict[str, str] | None = None
+    """What this file's own import statements bind (without the star imports' names); None:
+    the same as `aliases`."""
+
+    def imported_here(self, local: str) -> str | None:
+        """What this file's own import statement of `local` names, as spelled there (None for a
+        name that only a star import binds)."""
+        return (self.aliases if self.own is None else self.own).get(local)
 
     @classmethod
     def of(cls, module: cst.Module, file: FileContext | None = None) -> Imports:
@@ -60,8 +68,9 @@ class Imports:
         collector = _ImportCollector()
         walk_statements(module.body, collector)
         names = FileNames.of(collector.stars, file.facts if file else None, file.path if file else None)
-        aliases = {**names.star_names(), **collector.aliases} if collector.stars else collector.aliases
-        return cls(aliases, collector.defined, names)
+        if not collector.stars:
+            return cls(collector.aliases, collector.defined, names)
+        return cls({**names.star_names(), **collector.aliases}, collector.defined, names, collector.aliases)
 
     def resolve(self, expr: cst.BaseExpression) -> str | None:
         """The qualified name `expr` refers to, if its head is an import of this module (a name

@@ -67,6 +67,7 @@ class Scan:
                 found = self._hits[key] = sorted({self.line_of(start) for start in pattern.starts(self.source)})
             lines.update(found)
         names = {name for first, last, bound in self.aliases if _any_between(lines, first, last) for name in bound}
+        names |= self.names.matching(patterns)  # what a star import or a re-export gives it
         if names:
             words = Words(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names))))
             lines.update(self.line_of(start) for start in words.starts(self.source))
@@ -225,6 +226,17 @@ class FileNames:
     def star_names(self) -> dict[str, str]:
         return self._stars
 
+    def matching(self, patterns: Iterable[Words]) -> set[str]:
+        """The local names a star import or a re-export gives this file whose qualified name a
+        pattern matches (`GradScaler` for `cuda\\.amp`): the lines using them are sites too."""
+        if not self._stars and not self._modules:
+            return set()
+        given = dict(self._stars)
+        for exports in self._modules.values():
+            given.update(exports)
+        patterns = list(patterns)
+        return {local for local, qualified in given.items() if any(p.search(qualified) for p in patterns)}
+
     def reexported(self, qualified: str) -> str:
         """`qualified` with a repository module's re-export followed (`mypkg.torch_utils.Variable`
         -> `torch.autograd.Variable`); as it is otherwise."""
@@ -242,6 +254,30 @@ class FileNames:
 
 
 _NO_NAMES = FileNames()
+
+
+def indirect_spellings(facts, path: str, source: str) -> str:
+    """The qualified names (`torch.cuda.amp.GradScaler`) of the names this file uses that only a
+    star import or a re-export of another repository module gives it, one per line ("" when
+    none): the trigger regexes, which read import spellings, read these too (engine/pipeline.py)."""
+    entries = facts.imported_names if facts is not None else frozenset()
+    if not entries:
+        return ""
+    index = _index(entries)
+    here = os.path.abspath(path)
+    stars, spellings = index.stars.get(here, ()), index.spellings.get(here, {})
+    if not stars and not spellings:
+        return ""
+    given: dict[str, str] = {}
+    for module in stars:
+        given.update(index.star_visible.get(module, {}))
+    for module in spellings.values():
+        given.update(index.exports.get(module, {}))
+    used = set(_WORD.findall(source)) & given.keys()
+    return "\n".join(sorted({given[name] for name in used}))
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def names_taken(facts, path: str) -> frozenset[str]:

@@ -9,13 +9,14 @@ older than the newest release, so a default run never pays for it.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable, Iterable
 
 import libcst as cst
 
 from codemods.helpers.import_edits import ImportItem
 from codemods.helpers.names import dotted
-from codemods.versions import Version, needed
+from codemods.versions import Version, minimums, needed
 
 Resolve = Callable[[cst.BaseExpression], "str | None"]
 
@@ -122,7 +123,19 @@ def resolver(imports_resolve: Resolve, queued: Iterable[ImportItem]) -> Resolve:
         head, _, rest = name.partition(".")
         base = bound.get(head, "torch" if head == "torch" else None)
         if base is None:
-            return None
+            # a bare name whose import the codemod queues after this rewrite: the one table
+            # entry it can be (`consume_prefix_in_state_dict_if_present`), if only one
+            return None if rest else _by_last_name().get(head)
         return f"{base}.{rest}" if rest else base
 
     return resolve
+
+
+@lru_cache(maxsize=1)
+def _by_last_name() -> dict[str, str]:
+    """The table's symbols by their last name, where that name is the last of only one."""
+    seen: dict[str, list[str]] = {}
+    for symbol in minimums():
+        if "(" not in symbol:
+            seen.setdefault(symbol.rpartition(".")[2], []).append(symbol)
+    return {name: symbols[0] for name, symbols in seen.items() if len(symbols) == 1}

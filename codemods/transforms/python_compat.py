@@ -92,7 +92,7 @@ class PythonCompat(ReferenceCodemod):
         return self.rewrite(original_node, updated_node, new.with_changes(lpar=updated_node.lpar, rpar=updated_node.rpar))
 
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine):
-        moved = from_imports.move_names(updated_node, self._decide)
+        moved = from_imports.move_names(updated_node, self._decide, interface=self.interface)
         if not moved.changed:
             return updated_node
         return self.rewrite(original_node, updated_node, from_imports.replace_line(moved))

@@ -149,6 +149,8 @@ class RemovedInternals(ReferenceCodemod):
             old_name = qualified.rsplit(".", 1)[1]
             if original.value != old_name or name == old_name or self._taken(name):
                 return None
+            if self.imports.imported_here(original.value) != qualified or original.value in self.interface:
+                return None  # a star import or re-export binds it, or other files take it: its import stays
             return cst.Name(name)
         old_module = qualified.rpartition(".")[0]
         if self.qualified_name(updated.value) == old_module and old_module == module:
@@ -196,7 +198,7 @@ class RemovedInternals(ReferenceCodemod):
         return from_imports.Move(new_module, new_name)
 
     def leave_SimpleStatementLine(self, original_node, updated_node):
-        moved = from_imports.move_names(updated_node, self._decide, taken=self._taken)
+        moved = from_imports.move_names(updated_node, self._decide, taken=self._taken, interface=self.interface)
         if not moved.changed:
             return updated_node
         return self.rewrite(original_node, updated_node, from_imports.replace_line(moved))

@@ -152,8 +152,32 @@ class VariableRemoval(MigrationCodemod):
         # every statement vanished, by id; the values keep the nodes alive so that no id is reused.
         self._vanish: dict[int, cst.CSTNode] = {}
         self._emptied: dict[int, cst.CSTNode] = {}
+        # the functions around the walk, each with its bindings once read (`_bindings`)
+        self._functions: list[tuple[cst.FunctionDef, dict | None]] = []
+        self._resolving: set[str] = set()  # names whose origin is being worked out (cycles)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions.append((node, None))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        self._functions.pop()
+        return updated_node
+
+    def _bindings(self) -> dict[str, list[cst.BaseExpression | None]]:
+        """What the innermost function around the walk binds each name to (None: a value that
+        is not one expression, such as `+=`), read once per function, on the first need."""
+        if not self._functions:
+            if self._module_bindings is None:
+                self._module_bindings = _Bindings.of(self._module)
+            return self._module_bindings
+        node, found = self._functions[-1]
+        if found is None:
+            found = _Bindings.of(node)
+            self._functions[-1] = (node, found)
+        return found
 
     def visit_Module(self, node: cst.Module) -> None:
+        self._module, self._module_bindings = node, None
         survey = _TensorTypeNames(self)
         self.visit_where(node, survey, TENSOR_TYPE_WORDS)
         self._tensor_types = frozenset(n for n, only_types in survey.names.items() if only_types)
@@ -252,7 +276,9 @@ class VariableRemoval(MigrationCodemod):
         """
         if isinstance(data, cst.Attribute):
             return "fresh" if data.attr.value == "data" else "named"
-        if isinstance(data, (cst.Name, cst.Subscript)):
+        if isinstance(data, cst.Name):
+            return self._name_origin(data.value)
+        if isinstance(data, cst.Subscript):
             return "named"
         if isinstance(data, (cst.Integer, cst.Float)):
             return "fresh"
@@ -266,6 +292,8 @@ class VariableRemoval(MigrationCodemod):
             return next(o for o in ("computed", "named", "fresh") if o in branches)
         if not isinstance(data, cst.Call):
             return "computed"
+        if self.qualified_name(data.func) in VARIABLE and data.args:  # `x = Variable(x)`: x's own
+            return self._origin(data.args[0].value)
         if dotted(data.func) in self._tensor_types:
             return "fresh"
         name = self.qualified_name(data.func)
@@ -286,6 +314,20 @@ class VariableRemoval(MigrationCodemod):
             if self._origin(receiver) == "fresh" and self._adds_no_graph(method, data):
                 return "fresh"  # `torch.zeros(n, k).scatter_(1, index, 1)`, `Tensor(n).add_(0.5)`
         return "computed"
+
+    def _name_origin(self, name: str) -> str:
+        """A name is "computed" when its function binds it to a computed value anywhere
+        (`h = w * 3; h = Variable(h)` cut `h`'s graph); else "named" — never "fresh": the tensor
+        a name holds may be held elsewhere too, so it is never flagged in place."""
+        values = self._bindings().get(name)
+        if not values or name in self._resolving:
+            return "named"  # a parameter, a loop variable, or `x = f(x)` seen from inside
+        self._resolving.add(name)
+        try:
+            computed = any(value is None or self._origin(value) == "computed" for value in values)
+        finally:
+            self._resolving.discard(name)
+        return "computed" if computed else "named"
 
     def _all_fresh(self, tensors: cst.BaseExpression) -> bool:
         """Whether a list/tuple display or comprehension holds only fresh tensors."""
@@ -407,6 +449,52 @@ class VariableRemoval(MigrationCodemod):
             elif head != target.split(".")[0]:  # `import torch.autograd as ag`, not `import torch`
                 self.remove_unused_import(target, None, head)
         return updated_node
+
+
+class _Bindings(cst.CSTVisitor):
+    """Name -> every value one function assigns it (nested functions and classes are their own)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, list[cst.BaseExpression | None]] = {}
+
+    @classmethod
+    def of(cls, scope: cst.FunctionDef | cst.Module) -> dict[str, list[cst.BaseExpression | None]]:
+        visitor = cls()
+        for statement in scope.body.body if isinstance(scope, cst.FunctionDef) else scope.body:
+            statement.visit(visitor)
+        return visitor.values
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name):
+            self.values.setdefault(node.target.value, []).append(None)  # `h += w`: arithmetic of tensors
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self.values.setdefault(target.value, []).append(value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
+            pairs = len(values) == len(target.elements) if values is not None else False
+            for index, element in enumerate(target.elements):
+                if isinstance(element.value, cst.Name) and not isinstance(element, cst.StarredElement):
+                    # `a, b = x.cuda(), y.cuda()` pairs up; `a, b = f(x)` takes what f returns
+                    self.values.setdefault(element.value.value, []).append(values[index].value if pairs else value)
 
 
 def _method(receiver: cst.BaseExpression, name: str, args: list[cst.Arg] | None = None) -> cst.Call:
