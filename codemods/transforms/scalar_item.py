@@ -23,7 +23,9 @@ _MODULE_SELF = frozenset({"cuda", "cpu", "to", "float", "double", "half", "train
 # Tensor methods that keep the shape: a 0-dim tensor stays 0-dim.
 _SAME_SHAPE = frozenset({"detach", "clone", "cpu", "cuda", "to", "float", "double", "half", "abs", "sqrt", "exp", "log"})
 # Names whose `.data[0]` reads like a scalar (statistics), for findings only.
-_SCALAR_LOOKING = re.compile(r"loss|acc|correct|err|prec|score|total|reward|dist", re.IGNORECASE)
+_SCALAR_LOOKING = re.compile(r"loss|acc|correct|err|prec|score|total|reward|dist|criterion", re.IGNORECASE)
+# Calls whose first argument is read as a number: a meter's update(value, n), a list of values.
+_SCALAR_SINKS = frozenset({"float", "update", "append", "add_scalar", "log", "write"})
 _NUMBER_METHODS = frozenset({"numel", "dim", "item"})  # Python numbers, called with no argument
 _SCALAR_REDUCTIONS = frozenset({"mean", "sum", "batchmean"})
 _MAX_DEPTH = 24  # a bound on how far a value is followed (names, parameters, attributes, arithmetic)
@@ -321,16 +323,24 @@ class ScalarItem(MigrationCodemod):
 
     # -- where a `.data[0]` reads like a number --------------------------------------------
 
+    def _mark_scalar(self, expr: cst.BaseExpression) -> None:
+        """`expr` is read as a number, and so is each operand of its arithmetic
+        (`meter.update(criterion(out, y).data[0] / n, n)`)."""
+        self._scalar_looking.add(id(expr))
+        if isinstance(expr, cst.BinaryOperation):
+            self._mark_scalar(expr.left)
+            self._mark_scalar(expr.right)
+        elif isinstance(expr, cst.UnaryOperation):
+            self._mark_scalar(expr.expression)
+
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._scalar_looking.add(id(node.value))
-        if isinstance(node.value, cst.BinaryOperation):
-            self._scalar_looking |= {id(node.value.left), id(node.value.right)}
+        self._mark_scalar(node.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         named = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
-        if named in ("float", "update") and node.args:
-            self._scalar_looking.add(id(node.args[0].value))
+        if named in _SCALAR_SINKS and node.args:
+            self._mark_scalar(node.args[0].value)
 
     # -- the rewrite ------------------------------------------------------------------------
 
@@ -357,6 +367,8 @@ class ScalarItem(MigrationCodemod):
             return False
         if id(node) in self._scalar_looking:
             return True
+        if isinstance(base, (cst.BinaryOperation, cst.UnaryOperation)):
+            return True  # `(d_loss_real + torch.abs(diff)).data[0]`: arithmetic read as one number
         if isinstance(base, cst.Call):  # `self._loss(model, guide).data[0]`
             base = base.func
         name = base.value if isinstance(base, cst.Name) else base.attr.value if isinstance(base, cst.Attribute) else ""
