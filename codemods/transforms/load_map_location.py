@@ -8,6 +8,7 @@ import libcst as cst
 
 from codemods.helpers import args as A
 from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers.keywords import append_args
 from codemods.helpers.names import attribute_chain
 from codemods.transforms.load_weights_only import LOAD_WORD, Flows
 
@@ -158,6 +159,8 @@ def _with_location(call: cst.Call, at: int, location: cst.BaseExpression) -> cst
         keyword=cst.Name("map_location"),
         equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
     )
+    if at == len(args) and not isinstance(args[-1].comma, cst.Comma):
+        return append_args(call, [new])  # after the last argument, in the call's own layout
     before = args[at - 1]
     if isinstance(before.comma, cst.Comma):
         # Multi-line calls: the new argument takes the comma (and line break) that ended
