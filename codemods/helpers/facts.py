@@ -83,8 +83,12 @@ def file_facts(text: str) -> FileFacts | None:
     """One file's part of the facts; None when it does not parse (it simply adds nothing)."""
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
+        return _file_facts(text, tree)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None  # too deeply nested for the ast, or its walks: the file adds nothing
+
+
+def _file_facts(text: str, tree: ast.Module) -> FileFacts:
     statements = _statements(tree)
     aliases = _imports(statements)
     loaded = _loader_classes(tree, aliases) if "DataLoader" in text else set()
