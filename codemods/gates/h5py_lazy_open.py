@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from codemods.gates import Gate
 from codemods.helpers.scan import Scan
 
@@ -15,7 +17,15 @@ def triggers() -> tuple[str, ...]:
 
 
 def may_act(scan: Scan, words, facts) -> bool:
-    return scan.calls(words, {H5_FILE})  # every change and finding is about an opened file
+    """Every change and finding is about an opened file that something keeps: a `with
+    h5py.File(...) as f:` block (most uses) closes its file itself, so its open is no site —
+    TM201 classifies it "not kept", and no dataset receives it nor a module global holds it."""
+    nodes = list(scan.nodes(words))
+    # nodes() yields a `with` header's statement whole, so each with-item comes with its call
+    managed = {id(n.context_expr) for n in nodes if isinstance(n, ast.withitem)}
+    return any(
+        isinstance(n, ast.Call) and id(n) not in managed and H5_FILE in scan.qualified(n.func) for n in nodes
+    )
 
 
 GATE = Gate(uses_repo_facts=True, may_act=may_act)

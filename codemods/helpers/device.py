@@ -19,6 +19,8 @@ the one question asked: which binding does a plain name at this node see?
 
 from __future__ import annotations
 
+import ast
+import keyword
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
@@ -27,9 +29,13 @@ import libcst as cst
 
 from codemods.helpers.codemod import MigrationCodemod, NodeT
 from codemods.helpers.names import Imports, attribute_chain
+from codemods.helpers.patterns import Words
+from codemods.helpers.sites import Pruner, prune_visit
 from codemods.helpers.statements import is_docstring
 
 FRESH_NAMES = ("torch_device",)
+# Every name `fresh_name` may pick (`torch_device`, `torch_device_2`, ...).
+_FRESH = re.compile(r"torch_device(?:_\d+)?")
 
 # -- scopes ----------------------------------------------------------------------------------------
 
@@ -236,10 +242,29 @@ class _ScopeCollector(cst.CSTVisitor):
             self.scope.bind(name, None)
 
 
-def collect_scopes(module: cst.Module) -> ModuleScopes:
+def collect_scopes(module: cst.Module, pruner: Pruner | None = None) -> ModuleScopes:
+    """Every scope of `module`; with `pruner`, of the statements it does not skip (see
+    `DeviceCodemod.scopes_for` for what such a partial collection still says exactly)."""
     collector = _ScopeCollector(module)
-    module.visit(collector)
+    prune_visit(module, collector, pruner)
     return ModuleScopes(collector.module, collector.by_node, collector.names, collector.star_import)
+
+
+# The partial scope collection (DeviceCodemod.scopes_for) reads the statements that spell the
+# names on the codemod's own site lines; these are spelled there but asked about rarely or never,
+# and would bring most of a module into the walk (a question about one falls back to the full walk).
+_NEVER_ASKED = frozenset({"self", "torch", "print", "super", "range", "len", *keyword.kwlist, *keyword.softkwlist})
+_IDENTIFIER = re.compile(r"(?<![\w.])[^\W\d]\w*")
+_NEWLINE = re.compile(r"\r\n|\n")
+
+
+@dataclass
+class _PartialScopes:
+    words: frozenset[str]
+    scopes: ModuleScopes
+
+    def covers(self, name: str) -> bool:
+        return name in self.words or _FRESH.fullmatch(name) is not None
 
 
 SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, *_COMPREHENSIONS)
@@ -535,6 +560,7 @@ class DeviceCodemod(MigrationCodemod):
         # a device codemod parses for get no rewrite, and never need them.
         self._module_node = node
         self._scopes: ModuleScopes | None = None
+        self._partial: _PartialScopes | None | bool = None  # False: none can be made here
         self._device_plan: DevicePlan | None = None
         self._open_scopes: list[cst.CSTNode] = [node]
         self._top_ids = {id(statement): index for index, statement in enumerate(node.body)}
@@ -553,14 +579,51 @@ class DeviceCodemod(MigrationCodemod):
 
     @property
     def scopes(self) -> ModuleScopes:
+        """Every scope of the module, from a walk of all of it."""
         if self._scopes is None:
             self._scopes = collect_scopes(self._module_node)
         return self._scopes
 
+    def scopes_for(self, *names: str) -> ModuleScopes:
+        """The module's scopes, exact in all they say of `names` and of the device's names (the
+        preferred one and every fresh one): where this codemod's walk is pruned, read from only
+        the statements that spell a name of its site lines, a device name or a star import, and
+        those its walk visits (speed, issue 18: the full walk was most of TM101's time).
+
+        Why that is exact for such a name: each binding, parameter, `global` and use of it is
+        spelled on a line of the statements read, and so are the statements around them; every
+        scope the codemod's walk is in is one of those, with the scopes around it. A question about
+        any other name is answered from the full walk (`scopes`)."""
+        if self._scopes is None:
+            if self._partial is None:
+                self._partial = self._partial_scopes()
+            if self._partial and all(self._partial.covers(name) for name in names):
+                return self._partial.scopes
+        return self.scopes
+
+    def _partial_scopes(self) -> _PartialScopes | bool:
+        if self.pruner is None or self.sites is None:
+            return False
+        text = _NEWLINE.split(self.sites.source)
+        words = {word for line in self.pruner.lines for word in _IDENTIFIER.findall(text[line - 1])}
+        words = (words - _NEVER_ASKED) | {self.file.device_name}
+        pattern = r"\b(?:%s|%s)\b" % ("|".join(map(re.escape, sorted(words))), _FRESH.pattern)
+        stars = [
+            node.lineno
+            for node in self.sites.scan.imports
+            if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names)
+        ]
+        lines = sorted({*self.sites.hits([Words(pattern)]), *self.pruner.lines, *stars})
+        return _PartialScopes(frozenset(words), collect_scopes(self._module_node, Pruner(self.sites, lines)))
+
+    def scope_for(self, *names: str) -> Scope:
+        """The scope of the node being visited, in `scopes_for(*names)`."""
+        return self.scopes_for(*names).scope_of(self._open_scopes[-1])  # the module node maps to the module scope
+
     @property
     def device_plan(self) -> DevicePlan:
         if self._device_plan is None:
-            self._device_plan = plan_device(self._module_node, self.scopes, self.imports, self.file.device_name)
+            self._device_plan = plan_device(self._module_node, self.scopes_for(), self.imports, self.file.device_name)
         return self._device_plan
 
     @property
@@ -621,7 +684,8 @@ class DeviceCodemod(MigrationCodemod):
         if not self._functions or not self._torch_is_lazy():
             return None
         function = self._functions[-1][0]
-        if self.device_plan.global_name in self.scopes.scope_of(function).globals:
+        name = self.device_plan.global_name
+        if name in self.scopes_for(name).scope_of(function).globals:
             return None
         return function
 
@@ -635,7 +699,8 @@ class DeviceCodemod(MigrationCodemod):
     ):
         """`self.rewrite(original, updated, build(device))`, noting whether the module-level device
         is now needed and from which top-level statement on."""
-        name, is_global = self.device_plan.name_at(self.current_scope, self.imports)
+        plan = self.device_plan
+        name, is_global = plan.name_at(self.scope_for(plan.preferred), self.imports)
         replacement = build(cst.Name(name))
         result = self.rewrite(original, updated, replacement, review=review)
         if result is replacement and is_global:

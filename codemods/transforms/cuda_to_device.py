@@ -8,7 +8,7 @@ import libcst as cst
 
 from codemods.gates.cuda_to_device import legacy_tensor_types
 from codemods.helpers import args as A
-from codemods.helpers.device import DeviceCodemod, Scope
+from codemods.helpers.device import DeviceCodemod
 from codemods.helpers.names import attribute_chain, dotted, walk_statements
 
 
@@ -150,7 +150,7 @@ class CudaToDevice(DeviceCodemod):
     """
 
     CODE = "TM101"
-    PRUNE = True  # its sites are on `cuda` lines; the device plan comes from its own full pass
+    PRUNE = True  # its sites are on `cuda` lines; its scope questions read only the statements that can answer them
     SAFETY = "safe"
 
     def visit_Module(self, node: cst.Module) -> bool:
@@ -194,8 +194,9 @@ class CudaToDevice(DeviceCodemod):
             return True
         return self._is_module_class(name)
 
-    def _binding_values(self, scope: Scope, name: str) -> list[cst.BaseExpression | None] | None:
-        for s in scope.visible_chain():
+    def _binding_values(self, name: str) -> list[cst.BaseExpression | None] | None:
+        """The values `name` is bound to as seen from the node being visited (None: unbound)."""
+        for s in self.scope_for(name).visible_chain():
             if name in s.params:
                 return [None]
             if name in s.bindings:
@@ -212,7 +213,7 @@ class CudaToDevice(DeviceCodemod):
         if isinstance(receiver, cst.Name):
             if receiver.value == "self":
                 return self._self_is_module()
-            values = self._binding_values(self.current_scope, receiver.value)
+            values = self._binding_values(receiver.value)
             return bool(values) and all(self._is_module_value(v) for v in values)
         if isinstance(receiver, cst.Attribute):
             values = self._attribute_values(receiver)
@@ -226,7 +227,7 @@ class CudaToDevice(DeviceCodemod):
         if isinstance(owner, cst.Name) and owner.value == "self":
             info = self._enclosing_class()
         elif isinstance(owner, cst.Name):
-            values = self._binding_values(self.current_scope, owner.value) or []
+            values = self._binding_values(owner.value) or []
             classes = {dotted(v.func) for v in values if isinstance(v, cst.Call)}
             if len(classes) == 1 and len(values) == 1:
                 info = self.classes.get(classes.pop() or "")
@@ -239,7 +240,7 @@ class CudaToDevice(DeviceCodemod):
             if self._class_stack and self._has_own_cuda(self._class_stack[-1]):
                 return self._self_is_module()
             return None
-        values = self._binding_values(self.current_scope, receiver.value) if isinstance(receiver, cst.Name) else None
+        values = self._binding_values(receiver.value) if isinstance(receiver, cst.Name) else None
         for value in values or [receiver]:
             name = dotted(value.func) if isinstance(value, cst.Call) else None
             if name is not None and not (self.qualified_name(value.func) or "").startswith("torch.") and self._has_own_cuda(name):
@@ -271,7 +272,7 @@ class CudaToDevice(DeviceCodemod):
         values, `None` (`.cuda()` on it fails before and after) and its own moves (`x = x.cuda()`,
         which keep what `x` is) prove nothing either way."""
         if isinstance(receiver, cst.Name) and receiver.value != "self":
-            values = self._binding_values(self.current_scope, receiver.value) or []
+            values = self._binding_values(receiver.value) or []
             kept = [v for v in values if not _is_none(v) and not self._moves(v, receiver.value)]
             return bool(kept) and all(self._is_tensor_value(v) or self._is_module_value(v) for v in kept)
         return self._receiver_is_module(receiver) or self._receiver_is_tensor(receiver)
@@ -286,7 +287,7 @@ class CudaToDevice(DeviceCodemod):
 
     def _receiver_is_tensor(self, receiver: cst.BaseExpression) -> bool:
         if isinstance(receiver, cst.Name):
-            values = self._binding_values(self.current_scope, receiver.value)
+            values = self._binding_values(receiver.value)
             return bool(values) and all(self._is_tensor_value(v) for v in values)
         if isinstance(receiver, cst.Attribute):
             values = self._attribute_values(receiver)
@@ -299,7 +300,7 @@ class CudaToDevice(DeviceCodemod):
         if isinstance(expr, cst.Subscript):
             return self._is_tensor_value(expr.value, depth)
         if isinstance(expr, cst.Name) and depth < 2:
-            values = self._binding_values(self.current_scope, expr.value)
+            values = self._binding_values(expr.value)
             return bool(values) and all(self._is_tensor_value(v, depth + 1) for v in values)
         if not isinstance(expr, cst.Call):
             return False
@@ -434,7 +435,7 @@ class CudaToDevice(DeviceCodemod):
         if isinstance(receiver, cst.Name):
             if receiver.value == "self":
                 return None
-            scope = self.current_scope
+            scope = self.scope_for(receiver.value)
             local = scope.kind == "module" or scope.binds(receiver.value) or receiver.value in scope.globals
             if local:
                 return receiver
@@ -514,10 +515,10 @@ class CudaToDevice(DeviceCodemod):
         """A list/tuple display, `list(...)`, or a local name bound only to those."""
         if isinstance(expr, (cst.List, cst.Tuple, cst.ListComp)):
             return True
-        if isinstance(expr, cst.Call) and dotted(expr.func) == "list" and "list" not in self.scopes.module.bindings:
+        if isinstance(expr, cst.Call) and dotted(expr.func) == "list" and "list" not in self.scopes_for("list").module.bindings:
             return True
         if isinstance(expr, cst.Name):
-            values = self._binding_values(self.current_scope, expr.value)
+            values = self._binding_values(expr.value)
             return bool(values) and all(v is not None and not isinstance(v, cst.Name) and self._is_data(v) for v in values)
         return False
 

@@ -12,6 +12,8 @@ from codemods.helpers import args as A
 from codemods.helpers import ddp
 from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.names import dotted
+from codemods.helpers.patterns import Words
+from codemods.helpers.sites import Pruner
 
 DATAPARALLEL = frozenset(
     {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}
@@ -38,6 +40,11 @@ LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical",
 ENTRY_CALLS = frozenset({"parse_args", "parse_known_args"})
 # DataParallel's own arguments, kept for the plain multi-GPU run.
 DP_ARGS = ("module", "device_ids", "output_device", "dim")
+# What a file that cannot be restructured needs surveyed: its DataParallel sites and its own
+# distributed path (each spelled on its line, or through an import on a line that spells it).
+SURVEYED = DATAPARALLEL | ALREADY_DISTRIBUTED
+WRAP_WORDS = Words(r"\bDataParallel\b")
+DISTRIBUTED_WORDS = Words(r"\b(?:DistributedDataParallel|init_process_group|DistributedSampler)\b")
 
 
 @dataclass
@@ -253,6 +260,38 @@ def _evaluates(name: str | None) -> bool:
     return any(w.startswith(EVAL_WORDS) and not w.startswith("device") for w in words)
 
 
+def _may_train(text: str) -> bool:
+    """Whether the survey could find a training entry point in `text`: a `backward()`, a
+    `step()` and a `__main__` guard or top-level `parse_args()`. Each is a name the survey
+    compares as libcst spells it, so each is in the text wherever it is in the tree."""
+    return "backward" in text and "step" in text and ("__name__" in text or "parse_args" in text or "parse_known_args" in text)
+
+
+def _renamed_by_repo(file) -> bool:
+    """Whether a module of the repository that this file imports from (by a star import or an
+    import of the module) exports DataParallel or the distributed path under another name (`DP`,
+    `DDP`): then a site may be on a line without the words (RepoFacts.imported_names: entries
+    `S importer module`, `M importer spelling module`, `E module name qualified star`)."""
+    entries = file.facts.imported_names
+    if not entries:
+        return False
+    here = os.path.abspath(file.path)
+    read = set()
+    for entry in entries:
+        kind, *rest = entry.split("\t")
+        if kind in ("S", "M") and rest[0] == here:
+            read.add(rest[-1])
+    if not read:
+        return False
+    for entry in entries:
+        kind, *rest = entry.split("\t")
+        if kind == "E" and rest[0] in read:
+            name, qualified = rest[1], rest[2]
+            if qualified in SURVEYED and qualified.rsplit(".", 1)[-1] != name:
+                return True
+    return False
+
+
 def _is_main_guard(test: cst.BaseExpression) -> bool:
     """`__name__ == "__main__"`, either way round."""
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
@@ -460,7 +499,14 @@ class DataParallelToDDP(MigrationCodemod):
 
     def visit_Module(self, node: cst.Module) -> bool:
         survey = _Survey(self)
-        self.visit_where(node, survey)
+        # Speed (issue 18): a file that cannot be a training entry point is never restructured,
+        # and then only its DataParallel sites, its distributed path and its type tests matter:
+        # the survey and the walk read just the statements that name them.
+        lean = self.sites is not None and not _may_train(self.sites.source) and not _renamed_by_repo(self.file)
+        if lean:
+            self.visit_where(node, survey, WRAP_WORDS, DISTRIBUTED_WORDS)
+        else:
+            self.visit_where(node, survey)
         self.s = survey
         self.active = False
         self.needed: set[str] = set()
@@ -514,7 +560,7 @@ class DataParallelToDDP(MigrationCodemod):
                 )
             self.dp_sites = {}
         if not self.dp_sites:
-            return True  # only `isinstance(m, DataParallel)` tests may change here
+            return self._type_tests_only(lean)
         if survey.distributed:
             for call in self.dp_sites:
                 self.finding(
@@ -545,12 +591,19 @@ class DataParallelToDDP(MigrationCodemod):
                     "(strip the `module.` prefix with torch.nn.modules.utils."
                     "consume_prefix_in_state_dict_if_present)",
                 )
-            return True
+            return self._type_tests_only(lean)
         self.active = True
         self._plan_chains(survey)
         self._plan_conditional_wraps(survey)
         self._plan_loaders(survey)
         self.guard_lines = set(survey.saves) | set(survey.prints)
+        return True
+
+    def _type_tests_only(self, lean: bool) -> bool:
+        """Walk the module for `isinstance(m, DataParallel)` tests alone (the file is not
+        restructured): in a lean file, only the statements that can spell DataParallel."""
+        if lean:
+            self.pruner = Pruner(self.sites, self.sites.hits([WRAP_WORDS]))
         return True
 
     # -- planning ------------------------------------------------------------------------------
