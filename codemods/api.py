@@ -138,8 +138,17 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
         root=str(config.source.parent.resolve()) if config.source else None,
         cache_dir=str(cache_dir) if cache_dir is not None else None,
         target=target_for(options, config, paths),
+        era=_era(paths, config, found.files) if any(s.gate.uses_era for s in specs) else None,
     )
     return plan, config, found.files, problems
+
+
+def _era(paths: Sequence[Path], config: Config, files: list[Path]):
+    """The torch the repository's code was written for (codemods/era.py), or None."""
+    from codemods.era import detect_era
+
+    root = config.source.parent if config.source else (paths[0] if paths and paths[0].is_dir() else paths[0].parent) if paths else Path(".")
+    return detect_era(root, files)
 
 
 def target_for(
@@ -271,4 +280,5 @@ def migrate(
     return Report(
         files=results, mode=options.mode, codes=codes, fail_on_findings=options.fail_on_findings, warnings=warnings,
         target=plan.target, target_warning=target_warning(plan.target, repository_pin([Path(p) for p in paths], config)),
+        era=str(plan.era) if plan.era is not None else None,
     )  # fmt: skip

@@ -16,11 +16,14 @@ from typing import TYPE_CHECKING, Iterable
 from codemods.gates import NO_GATE, Gate
 from codemods.gates import (
     amp_namespace,
+    autograd_function,
+    bool_masks,
     checkpoint_reentrant,
     cuda_to_device,
     dataparallel_to_ddp,
     deprecated_api,
     empty_cache_without_del,
+    era_defaults,
     explicit_cuda_index,
     h5py_lazy_open,
     legacy_syntax,
@@ -29,12 +32,19 @@ from codemods.gates import (
     loss_accumulation,
     loss_reduction,
     missing_detach,
+    moved_apis,
+    numerics,
+    performance_hints,
     python_compat,
+    removed_apis,
     removed_internals,
+    removed_keywords,
+    scalar_first,
     scalar_item,
     softmax_without_dim,
     state_dict_prefix,
     torch_six,
+    torchvision_weights,
     variable_removal,
 )
 from codemods.helpers.patterns import Words
@@ -126,6 +136,21 @@ PIPELINE: tuple[Spec, ...] = (
         summary="x.cuda(async=True) -> x.cuda(non_blocking=True), before parsing",
         gate=legacy_syntax.GATE,
     ),
+    # TM015 right after TM000, before TM001/TM002/TM003/TM006: it reads the file as its author
+    # wrote it. Without a repository era it reads the file's own idioms (`Variable`, `volatile=`,
+    # `size_average=`, `loss.data[0]`), which those codemods remove; and after TM006 renames
+    # `F.upsample` an `F.interpolate` (0.4.1 or newer: today's default) could not be told from
+    # a 0.3 `upsample`.
+    Spec(
+        "TM015", "era-defaults", "codemods.transforms.era_defaults:EraDefaults", Safety.REVIEW,
+        era_defaults.triggers(),
+        summary="F.grid_sample(x, g) in code for torch < 1.3 -> align_corners=True (the old default); >= 1.3: False written out",
+        gate=era_defaults.GATE,
+        emits=(
+            "torch.nn.functional.grid_sample(align_corners)",
+            "torch.nn.functional.affine_grid(align_corners)",
+        ),
+    ),
     Spec(
         "TM001", "loss-reduction", "codemods.transforms.loss_reduction:LossReduction", Safety.SAFE,
         loss_reduction.triggers(),
@@ -169,7 +194,8 @@ PIPELINE: tuple[Spec, ...] = (
     Spec(
         "TM006", "deprecated-api", "codemods.transforms.deprecated_api:DeprecatedApi", Safety.SAFE,
         deprecated_api.triggers(),
-        summary="F.upsample -> F.interpolate, nn.init.xavier_uniform -> xavier_uniform_, torch.range -> arange, ...",
+        summary="F.upsample -> F.interpolate, nn.init.xavier_uniform -> xavier_uniform_, torch.range -> arange,"
+        " torch.solve/svd/lu/potrf/... -> torch.linalg (argument order and tuple results kept), ...",
         gate=deprecated_api.GATE,
         emits=(
             "torch.outer",
@@ -182,6 +208,18 @@ PIPELINE: tuple[Spec, ...] = (
             "torch.linalg.multi_dot",
             "torch.linalg.qr",
             "torch.linalg.solve",
+            "torch.linalg.lu_factor",
+            "torch.linalg.lu_factor_ex",
+            "torch.linalg.lu_solve",
+            "torch.linalg.solve_triangular",
+            "torch.linalg.svd",
+            "torch.linalg.vector_norm",
+            "torch.linalg.matrix_norm",
+            "torch.Tensor.mH",
+            "torch.Tensor.mT",
+            "torch.cholesky_solve",
+            "torch.cholesky_inverse",
+            "torch.lu_unpack",
             "torch.testing.assert_close",
         ),
     ),
@@ -201,6 +239,74 @@ PIPELINE: tuple[Spec, ...] = (
             "torch.utils.data.default_collate",
             "torch.utils.data.default_convert",
             "torch.optim.lr_scheduler.LRScheduler",
+        ),
+    ),
+    # TM009 reads torchvision's builders only; no torch codemod before or after it reads them.
+    # Its emits are the torchvision entries of torch_minimums.json, generated with its table.
+    Spec(
+        "TM009", "torchvision-weights", "codemods.transforms.torchvision_weights:TorchvisionWeights", Safety.SAFE,
+        torchvision_weights.triggers(),
+        summary="models.resnet50(pretrained=True) -> models.resnet50(weights=models.ResNet50_Weights.IMAGENET1K_V1)",
+        gate=torchvision_weights.GATE,
+        emits=torchvision_weights.emits(),
+    ),
+    # TM010 after TM004 (its `custom_fwd` may already be torch.amp's) and TM002 (no `Variable`
+    # left in forward/backward); it rewrites whole Function classes and their call sites only.
+    Spec(
+        "TM010", "autograd-function", "codemods.transforms.autograd_function:AutogradFunction", Safety.REVIEW,
+        autograd_function.triggers(),
+        summary="legacy Function with instance forward/backward -> @staticmethod forward(ctx, ...); Fn(a)(x) -> Fn.apply(x, a)",
+        gate=autograd_function.GATE,
+    ),
+    # Before TM101: the `torch.cuda.BoolTensor(n)` it may write is one TM101 turns into `torch.empty(...)`.
+    Spec(
+        "TM011", "bool-masks", "codemods.transforms.bool_masks:BoolMasks", Safety.SAFE,
+        bool_masks.triggers(),
+        summary="(x == pad).byte() / torch.ByteTensor / dtype=torch.uint8 used as a mask -> .bool() / BoolTensor / torch.bool",
+        gate=bool_masks.GATE,
+        emits=(
+            "torch.bool",
+            "torch.BoolTensor",
+            "torch.cuda.BoolTensor",
+        ),
+    ),
+    Spec(
+        "TM012", "scalar-first-overloads", "codemods.transforms.scalar_first:ScalarFirst", Safety.SAFE,
+        scalar_first.triggers(),
+        summary="p.data.add_(-lr, grad) -> add_(grad, alpha=-lr); addcmul_(v, a, b) -> addcmul_(a, b, value=v)",
+        gate=scalar_first.GATE,
+    ),
+    # Before TM101: `loss.backward(retain_variables=True)` is torch 0.3's; nothing else reads it.
+    Spec(
+        "TM013", "removed-keywords", "codemods.transforms.removed_keywords:RemovedKeywords", Safety.SAFE,
+        removed_keywords.triggers(),
+        summary="loss.backward(retain_variables=True) -> retain_graph=True; autograd.backward(variables=, grad_variables=)",
+    ),
+    # TM014 after the TM00x/TM01x table codemods: it moves names none of them reads.
+    Spec(
+        "TM014", "moved-apis", "codemods.transforms.moved_apis:MovedApis", Safety.SAFE,
+        moved_apis.triggers(),
+        summary="functorch.vmap -> torch.func.vmap; weight_norm -> parametrizations.weight_norm; sdp_kernel -> sdpa_kernel; x.require_grad -> requires_grad",
+        gate=moved_apis.GATE,
+        emits=(
+            "torch.func.vmap",
+            "torch.func.grad",
+            "torch.func.grad_and_value",
+            "torch.func.vjp",
+            "torch.func.jvp",
+            "torch.func.jacrev",
+            "torch.func.jacfwd",
+            "torch.func.hessian",
+            "torch.func.functionalize",
+            "torch.nn.utils.parametrizations.weight_norm",
+            "torch.nn.utils.parametrize.remove_parametrizations",
+            "torch.nn.attention.sdpa_kernel",
+            "torch.nn.attention.SDPBackend",
+            "torch.nn.attention.SDPBackend.FLASH_ATTENTION",
+            "torch.nn.attention.SDPBackend.EFFICIENT_ATTENTION",
+            "torch.nn.attention.SDPBackend.MATH",
+            "torch.nn.attention.SDPBackend.CUDNN_ATTENTION",
+            "torch.utils._pytree.register_pytree_node",
         ),
     ),
     Spec(
@@ -227,6 +333,7 @@ PIPELINE: tuple[Spec, ...] = (
         summary="nn.DataParallel(model) -> DDP scaffolding that runs as one process or under torchrun",
         gate=dataparallel_to_ddp.GATE,
         emits=(
+            "torch.distributed.run",
             "torch.utils.data.distributed.DistributedSampler(shuffle)",
         ),
     ),
@@ -302,6 +409,24 @@ CHECKS: tuple[Spec, ...] = (
         "TM904", "explicit-cuda-index", "codemods.transforms.explicit_cuda_index:ExplicitCudaIndex", Safety.SAFE,
         explicit_cuda_index.triggers(),
         summary=".cuda(i) with an explicit device index fails without CUDA",
+    ),
+    # TM905-TM907: TorchFix's findings (issue 16), each with its way out; after TM904, by code.
+    Spec(
+        "TM905", "removed-apis", "codemods.transforms.removed_apis:RemovedApis", Safety.SAFE,
+        removed_apis.triggers(),
+        summary="torch.utils.ffi, load_lua, torch.legacy, ._backend, the old torch.rfft/fft API: removed, with the code to write instead",
+        gate=removed_apis.GATE,
+    ),
+    Spec(
+        "TM906", "numerics", "codemods.transforms.numerics:Numerics", Safety.SAFE,
+        numerics.triggers(),
+        summary="torch.log(1 + x) -> log1p, torch.exp(x) - 1 -> expm1, log(sum(exp(x))) -> logsumexp",
+        gate=numerics.GATE,
+    ),
+    Spec(
+        "TM907", "performance-hints", "codemods.transforms.performance_hints:PerformanceHints", Safety.SAFE,
+        performance_hints.triggers(),
+        summary="DataLoader without num_workers; zero_grad(set_to_none=False)",
     ),
 )
 

@@ -81,6 +81,7 @@ class Report:
     warnings: tuple[str, ...] = ()  # e.g. a selected unsafe codemod that did not run; no Python files
     target: Target | None = None  # the torch the output must run on, and where that came from
     target_warning: str | None = None  # the target is newer than the repository's pin (api.target_warning)
+    era: str | None = None  # the torch the code was written for, when a selected codemod asked (TM015)
 
     @property
     def changed(self) -> list[FileResult]:
@@ -124,6 +125,7 @@ class Report:
             "mode": self.mode,
             "codemods": list(self.codes),
             "target": target_dict(self.target, self.target_warning),
+            "era": self.era,
             "summary": {
                 "files": len(self.files),
                 "changed": len(self.changed),

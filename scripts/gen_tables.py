@@ -146,14 +146,97 @@ DEPRECATED: dict[str, dict] = {
         safety="safe", deprecated="1.9.0", removed="1.13.0", reference=_LINALG),
     "torch.eig": dict(
         replacement="torch.linalg.eig", handler="finding", positional=["input", "eigenvectors"],
-        arguments="linalg.eig returns complex tensors instead of (n, 2) real pairs: L, V = torch.linalg.eig(A)"
-        " (or L = torch.linalg.eigvals(A)) and adapt the code that reads them",
+        arguments="linalg.eig returns complex tensors instead of (n, 2) real pairs: the old eigenvalues are"
+        " torch.view_as_real(torch.linalg.eigvals(A)); the old real-packed eigenvectors have no exact"
+        " counterpart: L, V = torch.linalg.eig(A) and adapt the code that reads them",
         safety="finding", deprecated="1.9.0", removed="1.13.0", reference=_LINALG),
     "torch.lstsq": dict(
         replacement="torch.linalg.lstsq", handler="finding", positional=["input", "A"],
         arguments="arguments swap and the solution is (n, k), not the first n rows of an (max(m, n), k)"
         " tensor: torch.lstsq(B, A)[0][:A.size(1)] -> torch.linalg.lstsq(A, B).solution, by hand",
         safety="finding", deprecated="1.9.0", removed="1.13.0", reference=_LINALG),
+    # The rest of the torch.linalg migration (issue 16 item 6), and the names of the 0.4 era that
+    # torch 1.0/1.1 renamed (gesv -> solve, potrf -> cholesky, ...) and later removed: the old
+    # signatures and defaults are the 0.4.1 documentation's (potrf/potrs/potri default upper=True).
+    "torch.gesv": dict(
+        replacement="torch.linalg.solve", handler="solve", positional=["B", "A"],
+        arguments="as torch.solve (its 0.4 name): gesv(B, A)[0] -> linalg.solve(A, B); X, LU = gesv(B, A) ->"
+        " X, LU = linalg.solve(A, B), linalg.lu_factor(A).LU",
+        safety="safe", deprecated="1.1.0", removed="1.2.0", reference=_LINALG),
+    "torch.lu": dict(
+        replacement="torch.linalg.lu_factor", handler="lu", aliases=["torch.functional.lu"],
+        positional=["A", "pivot", "get_infos", "out"],
+        arguments="lu(A) -> linalg.lu_factor(A); get_infos=True -> linalg.lu_factor_ex(A) (the same (LU, pivots,"
+        " info)); linalg.lu_factor raises on a singular matrix (review); pivot=False, out=: finding",
+        safety="safe", deprecated="1.13.0", reference=_DOCS + "generated/torch.lu.html"),
+    "torch.btrifact": dict(
+        replacement="torch.linalg.lu_factor", handler="lu", positional=["A", "info", "pivot"],
+        arguments="as torch.lu (its 0.4 name); the deprecated info= out-argument: finding",
+        safety="safe", deprecated="1.1.0", removed="1.2.0", reference=_DOCS + "generated/torch.lu.html"),
+    "torch.btrifact_with_info": dict(
+        replacement="torch.linalg.lu_factor_ex", handler="lu", positional=["A", "pivot"],
+        arguments="-> linalg.lu_factor_ex(A): the same (LU, pivots, info); pivot=False: finding",
+        safety="safe", deprecated="1.1.0", removed="1.2.0", reference=_DOCS + "generated/torch.lu.html"),
+    "torch.lu_solve": dict(
+        replacement="torch.linalg.lu_solve", handler="lu_solve", positional=["input", "LU_data", "LU_pivots"],
+        arguments="lu_solve(b, LU, pivots) -> linalg.lu_solve(LU, pivots, b): the right-hand side goes last",
+        safety="safe", deprecated="1.13.0", reference=_DOCS + "generated/torch.lu_solve.html"),
+    "torch.btrisolve": dict(
+        replacement="torch.linalg.lu_solve", handler="finding", positional=["b", "LU_data", "LU_pivots"],
+        arguments="in torch 0.4 b was a batch of vectors (B, n): torch.linalg.lu_solve(LU, pivots,"
+        " b.unsqueeze(-1)).squeeze(-1); a (*, n, k) b: torch.linalg.lu_solve(LU, pivots, b)",
+        safety="finding", deprecated="1.1.0", removed="1.2.0", reference=_DOCS + "generated/torch.lu_solve.html"),
+    "torch.btriunpack": dict(
+        replacement="torch.lu_unpack", handler="rename",
+        positional=["LU_data", "LU_pivots", "unpack_data", "unpack_pivots"],
+        arguments="same arguments, the same (P, L, U)", safety="safe", deprecated="1.1.0", removed="1.2.0",
+        reference=_DOCS + "generated/torch.lu_unpack.html"),
+    "torch.triangular_solve": dict(
+        replacement="torch.linalg.solve_triangular", handler="triangular_solve",
+        positional=["input", "A", "upper", "transpose", "unitriangular"],
+        arguments="triangular_solve(b, A, upper, transpose, unitriangular)[0] -> linalg.solve_triangular(A, b,"
+        " upper=upper, unitriangular=...) (A.mT and upper=not upper for transpose=True); X, M = ... keeps M ="
+        " A.clone(); a transpose that is not a literal: finding",
+        safety="safe", deprecated="1.11.0", reference=_DOCS + "generated/torch.triangular_solve.html"),
+    "torch.trtrs": dict(
+        replacement="torch.linalg.solve_triangular", handler="triangular_solve",
+        positional=["b", "A", "upper", "transpose", "unitriangular"],
+        arguments="as torch.triangular_solve (its 0.4 name)", safety="safe", deprecated="1.1.0", removed="1.2.0",
+        reference=_DOCS + "generated/torch.triangular_solve.html"),
+    "torch.potrf": dict(
+        replacement="torch.linalg.cholesky", handler="potrf", positional=["a", "upper", "out"],
+        arguments="potrf(a) (upper=True by default) -> linalg.cholesky(a, upper=True); upper=False ->"
+        " linalg.cholesky(a)",
+        safety="safe", deprecated="1.0.0", removed="1.2.0", reference=_DOCS + "generated/torch.cholesky.html"),
+    "torch.potrs": dict(
+        replacement="torch.cholesky_solve", handler="potrf", positional=["b", "u", "upper", "out"],
+        arguments="potrs(b, u) (upper=True by default) -> cholesky_solve(b, u, upper=True) (whose default is"
+        " upper=False)",
+        safety="safe", deprecated="1.1.0", removed="1.2.0", reference=_DOCS + "generated/torch.cholesky_solve.html"),
+    "torch.potri": dict(
+        replacement="torch.cholesky_inverse", handler="potrf", positional=["u", "upper", "out"],
+        arguments="potri(u) (upper=True by default) -> cholesky_inverse(u, upper=True) (whose default is"
+        " upper=False)",
+        safety="safe", deprecated="1.1.0", removed="1.2.0", reference=_DOCS + "generated/torch.cholesky_inverse.html"),
+    "torch.gels": dict(
+        replacement="torch.linalg.lstsq", handler="finding", positional=["B", "A"],
+        arguments="as torch.lstsq (its 0.4 name): arguments swap and the solution is (n, k), not the first n rows"
+        " of an (max(m, n), k) tensor: torch.gels(B, A)[0][:A.size(1)] -> torch.linalg.lstsq(A, B).solution,"
+        " by hand",
+        safety="finding", deprecated="1.2.0", removed="1.3.0", reference=_LINALG),
+    "torch.svd": dict(
+        replacement="torch.linalg.svd", handler="svd", positional=["input", "some", "compute_uv"],
+        arguments="some -> full_matrices=not some; linalg.svd returns Vh = V.mH: U, S, V = torch.svd(A) ->"
+        " U, S, V = torch.linalg.svd(A, full_matrices=False) and V = V.mH; svd(A)[2]/.V -> .Vh.mH;"
+        " compute_uv=False or a result kept whole: finding",
+        safety="safe", deprecated="1.9.0", reference=_LINALG),
+    "torch.norm": dict(
+        replacement="torch.linalg.vector_norm", handler="norm", aliases=["torch.functional.norm"],
+        positional=["input", "p", "dim", "keepdim", "out", "dtype"],
+        arguments="a numeric p (or none, or 'fro' over at most two dims) -> linalg.vector_norm(x, p, dim=...,"
+        " keepdim=..., dtype=...); 'nuc' -> linalg.matrix_norm; a p that is not a literal: finding (a string"
+        " makes it a matrix norm)",
+        safety="review", deprecated="1.9.0", reference=_DOCS + "generated/torch.norm.html"),
     "torch.set_default_tensor_type": dict(
         replacement="torch.set_default_dtype", handler="set_default_tensor_type", positional=["t"],
         arguments='"torch.FloatTensor"/torch.DoubleTensor (CPU types) -> torch.float32/float64; CUDA'

@@ -30,7 +30,23 @@ def _needs(spec) -> str:
         if "(" in shown:
             shown = shown.replace(")", "=)")
         by_version.setdefault(version, []).append(f"`{shown}`")
-    return "; ".join(f"{format_version(v)}: {', '.join(names)}" for v, names in by_version.items())
+    return "; ".join(f"{format_version(v)}: {_listed(names)}" for v, names in by_version.items())
+
+
+LISTED = 40  # more symbols than this for one release (a generated table, TM009's) are summed up
+
+
+def _listed(names: list[str]) -> str:
+    if len(names) <= LISTED:
+        return ", ".join(names)
+    parts = [name.strip("`").split("(")[0].split(".") for name in names]
+    common = []
+    for column in zip(*parts):
+        if len(set(column)) > 1:
+            break
+        common.append(column[0])
+    under = f" under `{'.'.join(common)}`" if common else ""
+    return f"{len(names)} symbols{under} (codemods/data/torch_minimums.json)"
 
 
 def table() -> str:

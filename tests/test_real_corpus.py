@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from codemods.engine import name_guard
+from codemods.helpers.facts import collect_facts
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = ROOT / "tests" / "data" / "corpus_expected.json"
@@ -107,12 +108,19 @@ def test_pipeline_over_the_corpus(dirs, tmp_path_factory, label: str) -> None:
     # No rewritten file uses a name it does not bind, leaves an import unused or doubled, or
     # calls `.to()` with arguments torch refuses, where its original did not (engine/name_guard.py;
     # the kinds a codemod is known to leave, name_guard.PENDING, are listed there).
+    # Held against each project's own facts, as the engine holds them: an import another file of
+    # the repository takes from this one is used, however unused here.
     rewrote = {Path(f.path).resolve(): tuple(f.rewrites) for f in report.changed}
+    facts = {
+        root: collect_facts((str(p), data.decode("utf-8-sig", "replace")) for p, data in before.items() if root in p.parents)
+        for root in work.values()
+    }
     introduced = {}
     for path, data in before.items():
         if path.resolve() in changed:
             texts = (data.decode("utf-8-sig", "replace"), path.read_bytes().decode("utf-8-sig", "replace"))
-            new = name_guard.introduced(*texts, str(path))
+            project = next(facts[root] for root in work.values() if root in path.parents)
+            new = name_guard.introduced(*texts, str(path), facts=project)
             new = [b.reason for b in new if not name_guard.tolerated(b, rewrote[path.resolve()])]
             if new:
                 introduced[str(path)] = new

@@ -35,6 +35,8 @@ def markdown_report(result: RepoResult, diffstat: str, checked, report) -> str:
         out += [f"**Target:** {result.target}", ""]
     if result.target_warning:
         out += [f"**Warning:** {result.target_warning}", ""]
+    if result.era:
+        out += [f"**Era (the torch the code was written for):** {result.era}", ""]
     if result.commit:
         out += [f"Branch `{result.branch}` at `{result.commit[:12]}` (from `{(result.base or '')[:12]}`).", ""]
     if diffstat:

@@ -45,6 +45,7 @@ class RepoResult:
     torch: dict[str, str | None] = field(default_factory=dict)  # side -> its torch version
     target: str | None = None  # "torch 1.13 (requirements.txt: torch==1.13.1)": what the migration is for
     target_warning: str | None = None  # the target is newer than the repository's pin
+    era: str | None = None  # the torch the code was written for (TM015's defaults)
     unfixed: list[str] = field(default_factory=list)  # passed before; the torch upgrade broke them
     untouched: list[str] = field(default_factory=list)  # the files of `problems`, relative to the repository
     regressions: list[str] = field(default_factory=list)
@@ -83,7 +84,7 @@ def _verify_and_apply(clone: Path, entry: RepoEntry, settings: BatchSettings, re
     selection = dict(select=entry.select, ignore=entry.ignore, unsafe=entry.unsafe)
     if not settings.verify:
         report = migrate([str(clone)], Options(mode="write", target_torch=entry.target_torch, **selection))
-        result.target, result.target_warning = str(report.target), report.target_warning
+        result.target, result.target_warning, result.era = str(report.target), report.target_warning, report.era
         return report, "not verified (--no-verify)", None
     from codemods.verify import VerifyOptions, verify
 

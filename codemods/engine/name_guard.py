@@ -241,13 +241,16 @@ def profile(
     return Profile(tuple(found), tree)
 
 
-def introduced(before: str, after: str, path: str = "<string>", target: Version = NEWEST) -> tuple[Breakage, ...]:
-    """What `after` (a rewrite of `before`) breaks that `before` did not; lines are `after`'s.
+def introduced(
+    before: str, after: str, path: str = "<string>", target: Version = NEWEST, facts=None
+) -> tuple[Breakage, ...]:
+    """What `after` (a rewrite of `before`) breaks that `before` did not; lines are `after`'s,
+    in a repository with these `RepoFacts` (an import other files take from this one is used).
     Nothing when `before` does not parse with `ast` (there is nothing to hold `after` against)."""
-    result = profile(after, path, target=target)
+    result = profile(after, path, target=target, facts=facts)
     if result is not None and not result.breakages:
         return ()
-    base = profile(before, path, target=target)
+    base = profile(before, path, target=target, facts=facts)
     if base is None:
         return ()
     if result is None:

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 from codemods.engine.cache import Cache, Outcome
 from codemods.engine.interrupt import Interrupted, StopFlag, deferred_interrupt, ignore_sigint
@@ -21,6 +21,9 @@ from codemods.helpers.scan import names_key
 from codemods.registry import Spec
 from codemods.results import FileResult, Problem, Status
 from codemods.versions import Target, format_version
+
+if TYPE_CHECKING:
+    from codemods.era import Era
 
 # multiprocessing and concurrent.futures are imported where a pool starts: a run of a handful of
 # files never starts one (issue 18: every import is paid by every small run).
@@ -45,10 +48,11 @@ class Plan:
     root: str | None = None  # per-file-ignores globs are relative to this (the config's folder)
     cache_dir: str | None = None  # the per-file result cache (engine/cache.py); None: no cache
     target: Target = field(default_factory=Target)  # the torch the output must run on
+    era: Era | None = None  # the torch the code was written for, when a selected codemod asks (codemods/era.py)
 
     def context(self, display: str) -> FileContext:
         """What a codemod may know of this file beyond its tree."""
-        return FileContext(display, self.device_name, self.facts, target_torch=self.target.version)
+        return FileContext(display, self.device_name, self.facts, target_torch=self.target.version, era=self.era)
 
     def specs_for(self, rel: str) -> tuple[Spec, ...]:
         ignored = {
@@ -98,7 +102,7 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
         names = "" if uses_facts else names_key(plan.facts, display)  # the whole facts already hold them
         key = cache.key(
             data, display, [s.code for s in specs], plan.device_name, plan.facts if uses_facts else None,
-            f"{format_version(plan.target.version)}\0{names}",
+            f"{format_version(plan.target.version)}\0{plan.era}\0{names}",
         )
         outcome = cache.get(key)
     if outcome is None:

@@ -51,6 +51,9 @@ class Gate:
     `Scan.qualified`). None: no AST gate."""
     pre_parse: bool = False
     """The codemod repairs the text before the parse and never runs on a tree (TM000)."""
+    uses_era: bool = False
+    """Ask the engine for the torch the repository's code was written for (codemods/era.py),
+    handed to every file as FileContext.era."""
 
 
 NO_GATE = Gate()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from functools import lru_cache
 
 from codemods.gates import Gate, data_table
@@ -13,8 +14,28 @@ from codemods.helpers.scan import Scan
 _INIT_COMMON = ("normal", "uniform", "constant", "eye", "sparse")
 _TORCH_COMMON = ("sigmoid", "tanh")  # torch.sigmoid is current; F.sigmoid is not
 _DOTTED_COMMON = ("range", "ger")
-_LINALG_COMMON = ("solve", "eig", "qr")  # torch.linalg.solve is current
+_LINALG_COMMON = ("solve", "eig", "qr", "lu", "svd", "norm")  # torch.linalg.solve is current; x.norm() too
 _COMMON = frozenset(_INIT_COMMON + _TORCH_COMMON + _DOTTED_COMMON + _LINALG_COMMON)
+
+
+# Tensor methods of the 0.4 era that torch removed, with what to write instead. Whether the
+# receiver is a tensor cannot be told from the text, so these are findings, never rewrites; every
+# name here is also a table entry (torch.potrf & co.), so the triggers cover them.
+REMOVED_METHODS = {
+    "gesv": "B.gesv(A) returned (X, LU): X = torch.linalg.solve(A, B)",
+    "potrf": "a.potrf() (upper=True by default) -> torch.linalg.cholesky(a, upper=True)",
+    "potrs": "b.potrs(u) (upper=True by default) -> torch.cholesky_solve(b, u, upper=True)",
+    "potri": "u.potri() (upper=True by default) -> torch.cholesky_inverse(u, upper=True)",
+    "trtrs": "b.trtrs(A, upper=True) returned (X, A.clone()): X = torch.linalg.solve_triangular(A, b, upper=True)"
+    " (A.mT and upper=not upper for transpose=True)",
+    "btrifact": "A.btrifact(pivot=True) -> torch.linalg.lu_factor(A, pivot=True)",
+    "btrifact_with_info": "A.btrifact_with_info(pivot=True) -> torch.linalg.lu_factor_ex(A, pivot=True)",
+    "btrisolve": "b.btrisolve(LU, pivots) with a batch of vectors b (B, n) ->"
+    " torch.linalg.lu_solve(LU, pivots, b.unsqueeze(-1)).squeeze(-1)",
+    "gels": "B.gels(A)[0][:A.size(1)] -> torch.linalg.lstsq(A, B).solution",
+    "symeig": 'A.symeig(eigenvectors=True) -> torch.linalg.eigh(A, UPLO="U"); the values only:'
+    ' torch.linalg.eigvalsh(A, UPLO="U")',
+}
 
 
 @lru_cache(maxsize=None)
@@ -45,9 +66,15 @@ def triggers() -> tuple[str, ...]:
 
 
 def may_act(scan: Scan, words, facts) -> bool:
-    """A call that may resolve to a table entry (everything this codemod does starts in
-    leave_Call); `x.normal_(...)`, `np.eye(3)` and `torch.linalg.qr` on the trigger lines are not."""
-    return scan.calls(words, table().keys())
+    """A call that may resolve to a table entry, or a removed tensor method (everything this
+    codemod does starts in leave_Call); `x.normal_(...)`, `np.eye(3)`, `x.norm()` and
+    `torch.linalg.qr` on the trigger lines are not."""
+    if scan.calls(words, table().keys()):
+        return True
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in REMOVED_METHODS
+        for n in scan.nodes(words)
+    )
 
 
 GATE = Gate(may_act=may_act)

@@ -32,6 +32,19 @@ def dotted(expr: cst.BaseExpression) -> str | None:
     return ".".join(reversed(parts))
 
 
+def every_name(tree: cst.CSTNode) -> set[str]:
+    """Every `Name` spelled in `tree` (bindings, reads, attributes' names alike): what a new name
+    must not be to clash with nothing."""
+    names: set[str] = set()
+
+    class _Names(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            names.add(node.value)
+
+    tree.visit(_Names())
+    return names
+
+
 def attribute_chain(name: str) -> cst.BaseExpression:
     """Build `a.b.c` from a dotted string."""
     head, *rest = name.split(".")

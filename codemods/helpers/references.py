@@ -24,6 +24,7 @@ class ReferenceCodemod(MigrationCodemod):
         self._not_refs: set[int] = set()  # ids of Names that name no value: `.attr`, `f(kw=...)`
         self._inner: set[int] = set()  # ids of Attributes that are the `.value` of another
         self.called: set[int] = set()  # ids of expressions that are a Call's `func`
+        self.type_tests: set[int] = set()  # ids of the types an isinstance/issubclass tests against
 
     # -- subclass interface ----------------------------------------------------------------
 
@@ -62,6 +63,11 @@ class ReferenceCodemod(MigrationCodemod):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.called.add(id(node.func))
+        if isinstance(node.func, cst.Name) and node.func.value in ("isinstance", "issubclass") and len(node.args) == 2:
+            types = node.args[1].value
+            self.type_tests.add(id(types))
+            if isinstance(types, cst.Tuple):
+                self.type_tests.update(id(e.value) for e in types.elements)
 
     # Binding positions: Assign/AnnAssign/AugAssign/NamedExpr/For/comprehension targets, `as`
     # names, `del`, def/class names and parameters (as libcst's ExpressionContextProvider).

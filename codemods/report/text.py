@@ -119,6 +119,8 @@ def render(report: Report, grouped: bool = False) -> str:
         lines.append(f"target: {report.target}")
     if report.target_warning:
         lines.append(f"warning: {report.target_warning}")
+    if report.era is not None:
+        lines.append(f"era: {report.era} (the torch the code was written for: what its defaults meant)")
     parsed = sum(f.status.value in ("changed", "unchanged") for f in report.files)
     verb = "changed" if report.mode == "write" else "would change"
     notes = len(report.findings) - len(report.open_findings)

@@ -28,6 +28,8 @@ ALREADY_DISTRIBUTED = DDP | {
 }
 DATALOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 LOADER_POSITIONAL = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")
+# What launches the scaffolding's distributed path (`torchrun`); a target without it gets none.
+LAUNCHER = "torch.distributed.run"
 # A condition that decides "several GPUs, so wrap": under torchrun every process must wrap.
 GPU_WORDS = ("device_count", "gpu")
 # Calls that may appear in a print/log statement we move under `if is_main_process():` (skipping
@@ -524,6 +526,11 @@ class DataParallelToDDP(MigrationCodemod):
         if any(self.suppressed(call) for call, _, _ in survey.dp_calls):
             # A DataParallel kept by `# noqa` with a sharded loader would train unsynchronised
             # copies under torchrun: the file is restructured all at once or not at all.
+            return False
+        if not self.available(LAUNCHER):
+            # The scaffolding is launched with torchrun, which the target torch does not have.
+            for call, _, _ in survey.dp_calls:
+                self.hold_back(call, LAUNCHER)
             return False
         parts: list[cst.Call] = []
         for call, line, scope in survey.dp_calls:

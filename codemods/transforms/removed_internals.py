@@ -81,7 +81,6 @@ class RemovedInternals(ReferenceCodemod):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._type_test_args: set[int] = set()
         self._helper_needed: str | None = None
         self._bare_tests: set[int] = set()  # ids of expressions that need no parentheses
         self._forms: dict[str, ImportForm] | None = None  # the module's imports, read on first need
@@ -120,14 +119,6 @@ class RemovedInternals(ReferenceCodemod):
     def _taken(self, name: str) -> bool:
         return name in self.imports.aliases or name in self.imports.shadowed
 
-    def visit_Call(self, node: cst.Call) -> None:
-        super().visit_Call(node)
-        if isinstance(node.func, cst.Name) and node.func.value in ("isinstance", "issubclass") and len(node.args) == 2:
-            types = node.args[1].value
-            self._type_test_args.add(id(types))
-            if isinstance(types, cst.Tuple):
-                self._type_test_args.update(id(e.value) for e in types.elements)
-
     def replace_reference(self, qualified, original, updated):
         t = table()
         if qualified in t["removed"]:
@@ -164,7 +155,7 @@ class RemovedInternals(ReferenceCodemod):
 
     def review_for(self, qualified: str, original: cst.CSTNode) -> str | None:
         entry = table()["renames"].get(qualified)
-        if entry and id(original) in self._type_test_args:
+        if entry and id(original) in self.type_tests:
             return entry.get("review_in_type_tests")
         return None
 

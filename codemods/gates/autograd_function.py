@@ -1,0 +1,40 @@
+"""TM010 autograd-function, before parsing: its trigger regexes and AST gate (no libcst; see gates/__init__.py)."""
+
+from __future__ import annotations
+
+import ast
+
+from codemods.gates import Gate
+from codemods.helpers.scan import Scan
+
+FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+
+
+def triggers() -> tuple[str, ...]:
+    # The class header names its base (`Function`, `autograd.Function`, or a name an import of
+    # `Function` bound, which Scan.hits follows); the AST gate then wants a legacy method.
+    return (r"\bFunction\b",)
+
+
+def _is_static(method: ast.FunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in method.decorator_list)
+
+
+def _legacy(node: ast.ClassDef, scan: Scan) -> bool:
+    """A superset of the classes TM010 converts or reports: a base that may be torch's
+    `Function`, and a `forward` or `backward` that is not a staticmethod."""
+    if not any(scan.qualified(base) & FUNCTION_BASES for base in node.bases):
+        return False
+    return any(
+        isinstance(item, ast.FunctionDef) and item.name in ("forward", "backward") and not _is_static(item)
+        for item in node.body
+    )
+
+
+def may_act(scan: Scan, words, facts) -> bool:
+    return any(isinstance(node, ast.ClassDef) and _legacy(node, scan) for node in scan.nodes(words))
+
+
+# uses_repo_facts: whether another file imports the class decides its rewrite (a callable wrapper
+# under the old name), so the per-file cache must key on the repository's facts.
+GATE = Gate(may_act=may_act, uses_repo_facts=True)

@@ -1,0 +1,11 @@
+"""TM907 performance-hints, before parsing: its trigger regexes and names (no libcst; see gates/__init__.py)."""
+
+from __future__ import annotations
+
+DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+# DataLoader's positional parameters up to num_workers
+LOADER_POSITIONAL = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")
+
+
+def triggers() -> tuple[str, ...]:
+    return (r"\bDataLoader\b", r"\bset_to_none\s*=\s*False\b", r"\bzero_grad\s*\(\s*False\b")
