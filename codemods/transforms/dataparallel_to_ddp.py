@@ -14,6 +14,7 @@ from codemods.helpers.codemod import MigrationCodemod
 from codemods.helpers.names import dotted
 from codemods.helpers.patterns import Words
 from codemods.helpers.sites import Pruner
+from codemods.helpers.spelling import head, import_forms, retire
 
 DATAPARALLEL = frozenset(
     {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}
@@ -500,6 +501,7 @@ class DataParallelToDDP(MigrationCodemod):
     SAFETY = "review"
 
     def visit_Module(self, node: cst.Module) -> bool:
+        self._module = node  # its imports, read when a rewrite may retire one
         survey = _Survey(self)
         # Speed (issue 18): a file that cannot be a training entry point is never restructured,
         # and then only its DataParallel sites, its distributed path and its type tests matter:
@@ -805,7 +807,10 @@ class DataParallelToDDP(MigrationCodemod):
             model = bound["module"].arg.value
             options = {k: bound[k].arg.value for k in DP_ARGS[1:] if k in bound}
             replacement = _call("ddp_wrap", model, **options)
-            return self.rewrite(original_node, updated_node, replacement, review=self._site_review(original_node))
+            result = self.rewrite(original_node, updated_node, replacement, review=self._site_review(original_node))
+            if result is replacement:  # `import torch.nn as nn` may have served DataParallel only
+                retire(self, import_forms(self._module), head(original_node.func))
+            return result
         if original_node in self.chains and self.active:
             inner = updated_node.func.value
             if not (isinstance(inner, cst.Call) and dotted(inner.func) == "ddp_wrap"):
