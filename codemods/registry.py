@@ -26,6 +26,7 @@ from codemods.gates import (
     era_defaults,
     explicit_cuda_index,
     h5py_lazy_open,
+    import_style,
     legacy_syntax,
     load_map_location,
     load_weights_only,
@@ -427,6 +428,11 @@ CHECKS: tuple[Spec, ...] = (
         "TM907", "performance-hints", "codemods.transforms.performance_hints:PerformanceHints", Safety.SAFE,
         performance_hints.triggers(),
         summary="DataLoader without num_workers; zero_grad(set_to_none=False)",
+    ),
+    Spec(
+        "TM908", "import-style", "codemods.transforms.import_style:ImportStyle", Safety.SAFE,
+        import_style.triggers(),
+        summary="import torchvision.models as models -> from torchvision import models; torch.library.Library in tests",
     ),
 )
 

@@ -206,7 +206,9 @@ def _execute(source: str, name: str) -> tuple[dict | None, str | None, str]:
             torch.set_default_tensor_type(torch.FloatTensor)
             torch.set_grad_enabled(True)
             for added in set(sys.modules) - modules:
-                if not added.startswith(("torch", "numpy")):
+                # torch's and functorch's modules register native kernels on import: a second
+                # import in one process fails, so they stay (as torch and numpy do)
+                if not added.startswith(("torch", "numpy", "functorch")):
                     sys.modules.pop(added, None)
     return namespace, error, out.getvalue()
 

@@ -115,12 +115,12 @@ def render(report: Report, grouped: bool = False) -> str:
         lines.append("Errors (files left untouched):")
         lines.extend(f"  {p}" for p in report.problems)
 
+    if report.era is not None:
+        lines.append(f"era: {report.era} (the torch the code was written for: what its defaults meant)")
     if report.target is not None:
         lines.append(f"target: {report.target}")
     if report.target_warning:
         lines.append(f"warning: {report.target_warning}")
-    if report.era is not None:
-        lines.append(f"era: {report.era} (the torch the code was written for: what its defaults meant)")
     parsed = sum(f.status.value in ("changed", "unchanged") for f in report.files)
     verb = "changed" if report.mode == "write" else "would change"
     notes = len(report.findings) - len(report.open_findings)

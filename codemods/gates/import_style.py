@@ -1,0 +1,11 @@
+"""TM908 import-style, before parsing: its trigger regexes (no libcst; see gates/__init__.py)."""
+
+from __future__ import annotations
+
+# `import torchvision.<sub> as <sub>`: the modules TorchFix's TOR203 names
+SUBMODULES = ("models", "datasets", "transforms")
+LIBRARIES = frozenset({"torch.library.Library"})
+
+
+def triggers() -> tuple[str, ...]:
+    return (r"\bimport\s+torchvision\.(?:models|datasets|transforms)\s+as\b", r"\bLibrary\s*\(")
