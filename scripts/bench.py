@@ -209,7 +209,9 @@ def small_repositories(
         listing.write_text("\n".join(str(p) for p in files))
 
         def commands(mode_env: dict, cache: Path) -> dict[str, tuple[list[str], dict]]:
-            run = [sys.executable, "-m", "codemods", "run", str(root), "--diff", "--no-config", "-j", "1",
+            # -P: `-m` must not put the working directory first on sys.path, or a --baseline
+            # run started from a checkout would import that checkout instead of the baseline
+            run = [sys.executable, "-P", "-m", "codemods", "run", str(root), "--diff", "--no-config", "-j", "1",
                    "--format", "json", "-o", str(scratch / "small-report.json")]  # fmt: skip
             floor = [sys.executable, floor_script, "--_parse-floor", str(listing), "1"]
             out = {"run": (run, {**mode_env, "TORCH_MIGRATE_CACHE_DIR": str(cache)}), "floor": (floor, mode_env)}
