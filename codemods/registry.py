@@ -169,6 +169,7 @@ PIPELINE: tuple[Spec, ...] = (
         "TM003", "scalar-item", "codemods.transforms.scalar_item:ScalarItem", Safety.SAFE,
         scalar_item.triggers(),
         summary="loss.data[0] -> loss.item() (only on provably 0-dim values)",
+        gate=scalar_item.GATE,
     ),
     Spec(
         "TM004", "amp-namespace", "codemods.transforms.amp_namespace:AmpNamespace", Safety.SAFE,

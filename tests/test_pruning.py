@@ -205,6 +205,7 @@ def test_the_ast_gate_never_declines_a_file_the_codemod_acts_on(spec: registry.S
         ("TM104", "import torch.nn as nn\nnet = nn.DataParallel(model)\noptimizer.load_state_dict(state)\n"),
         ("TM301", "import torch as th\nx = th.zeros(3)\n"),
         ("TM002", "import tensorflow as tf\nv = tf.Variable(3)\n"),
+        ("TM003", "import torch\nhint = 'old code read loss.data[0]; use loss.item()'\n"),
     ],
 )
 def test_the_ast_gate_declines_look_alikes_before_libcst_parses(code: str, source: str) -> None:
