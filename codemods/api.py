@@ -128,27 +128,29 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
     found = discover(paths, exclude=(*config.exclude, *options.exclude), root=root)
     problems = [Problem(str(p), 0, f"cannot read: {why}") for p, why in found.unreadable]
     cache_dir = cache.default_dir(paths, config.source) if options.cache else None
+    facts = _facts(found.files, specs, cache_dir, options.jobs)
     plan = Plan(
         specs=specs,
         mode=options.mode,
         device_name=options.device_name or config.device_name,
-        facts=_facts(found.files, specs, cache_dir, options.jobs),
+        facts=facts,
         per_file_ignores=config.per_file_ignores,
         max_bytes=options.max_bytes,
         root=str(config.source.parent.resolve()) if config.source else None,
         cache_dir=str(cache_dir) if cache_dir is not None else None,
         target=target_for(options, config, paths),
-        era=_era(paths, config, found.files) if any(s.gate.uses_era for s in specs) else None,
+        era=_era(paths, config, facts) if any(s.gate.uses_era for s in specs) else None,
     )
     return plan, config, found.files, problems
 
 
-def _era(paths: Sequence[Path], config: Config, files: list[Path]):
-    """The torch the repository's code was written for (codemods/era.py), or None."""
+def _era(paths: Sequence[Path], config: Config, facts: RepoFacts):
+    """The torch the repository's code was written for (codemods/era.py), or None: its pin, else
+    the idioms the facts pass found (cached with the facts, so a warm run reads no file for it)."""
     from codemods.era import detect_era
 
-    root = config.source.parent if config.source else (paths[0] if paths and paths[0].is_dir() else paths[0].parent) if paths else Path(".")
-    return detect_era(root, files)
+    root = config.source.parent if config.source else Path(paths[0]) if paths else Path(".")
+    return detect_era(root, facts=facts)
 
 
 def target_for(

@@ -220,12 +220,36 @@ def _hits(text: str) -> Iterator[tuple[Idiom, int]]:
             yield idiom, text.count("\n", 0, match.start()) + 1
 
 
+def idiom_lines(text: str) -> tuple[tuple[str, int], ...]:
+    """(idiom name, line) for the first use of each idiom in `text`: what one file contributes
+    to the repository's facts (helpers/facts.py), so that a run reads the files once."""
+    return tuple((idiom.name, line) for idiom, line in _hits(text))
+
+
 def era_of_idioms(texts: Iterable[tuple[str, str]]) -> Era | None:
     """The era the idioms of `texts` ((label, text) pairs) imply; None when they imply none."""
+    return _era_of_uses((label, idiom.name, line) for label, text in texts for idiom, line in _hits(text))
+
+
+def era_of_facts(entries: Iterable[str], root: Path) -> Era | None:
+    """The era from RepoFacts.idioms (`name\tpath\tline` entries), paths shown relative to `root`."""
+    uses = []
+    for entry in entries:
+        name, path, line = entry.split("\t")
+        try:
+            label = Path(os.path.relpath(path, root if root.is_dir() else root.parent)).as_posix()
+        except ValueError:
+            label = path
+        uses.append((label, name, int(line)))
+    return _era_of_uses(sorted(uses))
+
+
+def _era_of_uses(uses: Iterable[tuple[str, str, int]]) -> Era | None:
+    """The era of the idiom uses (label, idiom name, line), the first of each idiom quoted."""
+    by_name = {idiom.name: idiom for idiom in IDIOMS}
     first: dict[str, tuple[Idiom, str]] = {}
-    for label, text in texts:
-        for idiom, line in _hits(text):
-            first.setdefault(idiom.name, (idiom, f"{label}:{line}"))
+    for label, name, line in uses:
+        first.setdefault(name, (by_name[name], f"{label}:{line}"))
     if not first:
         return None
     lows = [(i.oldest, f"{i.name} at {where}") for i, where in first.values() if i.oldest is not None]
@@ -278,7 +302,7 @@ def _read(files: Iterable[Path], root: Path) -> Iterator[tuple[str, str]]:
         yield label, text
 
 
-def detect_era(root: Path, files: Iterable[Path] | None = None) -> Era | None:
+def detect_era(root: Path, files: Iterable[Path] | None = None, facts=None) -> Era | None:
     """The era of the repository at `root` (a folder or one file): its pins, else the idioms of
     its `.py` files (`files`, e.g. the ones the run discovered, honouring its excludes; else
     every `.py` under `root` outside virtual environments, build and hidden folders), else None
@@ -286,4 +310,6 @@ def detect_era(root: Path, files: Iterable[Path] | None = None) -> Era | None:
     pinned = era_of_pins(root)
     if pinned is not None:
         return pinned
+    if facts is not None:  # the run's facts pass read every file already (RepoFacts.idioms)
+        return era_of_facts(facts.idioms, root)
     return era_of_idioms(_read(files, root) if files is not None else _python_files(root))

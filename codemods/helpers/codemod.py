@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Callable, ClassVar, Generator, Iterator, Sequence, TypeVar
 
 import libcst as cst
@@ -159,10 +159,11 @@ class MigrationCodemod(cst.CSTTransformer):
             tree = UsedNamesRemover(self.context.removed).transform(tree)
         return tree
 
-    @property
+    @cached_property
     def interface(self) -> frozenset[str]:
         """The names of this module that other files of the repository import from it: a
-        codemod must not remove or rename them (helpers/scan.py names_taken)."""
+        codemod must not remove or rename them (helpers/scan.py names_taken). Read once per
+        file: TM008 and TM401 ask at every statement line."""
         return names_taken(self.file.facts, self.file.path)
 
     def add_needed_import(self, module: str, obj: str | None = None, asname: str | None = None, relative: int = 0) -> None:

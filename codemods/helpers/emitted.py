@@ -15,6 +15,7 @@ import ast
 from collections import Counter
 from typing import Iterable
 
+from codemods.helpers.facts import import_aliases
 from codemods.helpers.scan import ast_dotted
 from codemods.versions import NEWEST, Version, needed
 
@@ -24,20 +25,8 @@ ROOTS = frozenset({"torch", "torchvision", "functorch"})
 def _aliases(tree: ast.Module) -> dict[str, str]:
     """Local name -> the torch module or object it was imported as, from every import of the
     module (also those inside functions: lazy imports are common in old code)."""
-    aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    aliases[alias.asname] = alias.name
-                else:
-                    head = alias.name.partition(".")[0]
-                    aliases.setdefault(head, head)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                if alias.name != "*":
-                    aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return {local: full for local, full in aliases.items() if full.partition(".")[0] in ROOTS}
+    aliases = import_aliases(ast.walk(tree))
+    return {local: full for local, full in aliases.items() if local != "*" and full.partition(".")[0] in ROOTS}
 
 
 def symbols(tree: ast.Module) -> Counter[str]:

@@ -39,12 +39,17 @@ class RepoFacts:
     cuda_classes: frozenset[str] = field(default_factory=frozenset)
     """Names of classes anywhere in the repo that define their own `cuda` method (trainers,
     wrappers, data holders): where one exists, `x.cuda()` may not be torch's (TM101)."""
+    idioms: frozenset[str] = field(default_factory=frozenset)
+    """`idiom\tpath\tline` for the first use of each era-telling idiom in each file
+    (codemods/era.py): the era a run reports comes from these, not from reading the files again."""
     imported_names: frozenset[str] = field(default_factory=frozenset)
     """Names that files get from other files of the repo: star imports of repo modules and
     re-exports (`from mypkg.torch_utils import Variable`); see `imported_names_entries`."""
 
 
-def _imports(statements: list[ast.AST]) -> dict[str, str]:
+def import_aliases(statements: Iterable[ast.AST]) -> dict[str, str]:
+    """Local name -> the dotted name its import binds, over the import statements among
+    `statements` (relative imports left out; a star import under the key `*`)."""
     aliases: dict[str, str] = {}
     for node in statements:
         if isinstance(node, ast.Import):
@@ -77,6 +82,7 @@ class FileFacts:
     attributes: frozenset[str] = frozenset()
     cuda_classes: frozenset[str] = frozenset()
     top: TopNames | None = None  # what it binds at the top level (star imports, re-exports)
+    idioms: tuple[tuple[str, int], ...] = ()  # (idiom, line) of the era-telling idioms it uses
 
 
 def file_facts(text: str) -> FileFacts | None:
@@ -90,7 +96,7 @@ def file_facts(text: str) -> FileFacts | None:
 
 def _file_facts(text: str, tree: ast.Module) -> FileFacts:
     statements = _statements(tree)
-    aliases = _imports(statements)
+    aliases = import_aliases(statements)
     loaded = _loader_classes(tree, aliases) if "DataLoader" in text else set()
     bases = []
     for node in statements:
@@ -106,7 +112,9 @@ def _file_facts(text: str, tree: ast.Module) -> FileFacts:
     attributes = _wrapped_attributes(tree, aliases) if parallel else set()
     cuda_classes = _cuda_classes(tree) if "cuda" in text else frozenset()
     top = top_names(tree) if "import" in text else None
-    return FileFacts(tuple(bases), parallel, frozenset(loaded), frozenset(attributes), cuda_classes, top)
+    from codemods.era import idiom_lines  # era reads pins' tables: only once a file is read
+
+    return FileFacts(tuple(bases), parallel, frozenset(loaded), frozenset(attributes), cuda_classes, top, idiom_lines(text))
 
 
 def merge(parts: Iterable[tuple[str, FileFacts | None]]) -> RepoFacts:
@@ -117,9 +125,11 @@ def merge(parts: Iterable[tuple[str, FileFacts | None]]) -> RepoFacts:
     attributes: set[str] = set()
     cuda_classes: set[str] = set()
     tops: dict[str, TopNames] = {}
+    idioms: set[str] = set()
     for path, part in parts:
         if part is None:
             continue
+        idioms.update(f"{name}\t{path}\t{line}" for name, line in part.idioms)
         if part.top is not None:
             tops[os.path.abspath(path)] = part.top
         for name, named in part.bases:
@@ -137,6 +147,7 @@ def merge(parts: Iterable[tuple[str, FileFacts | None]]) -> RepoFacts:
         wrapped_attributes=frozenset(attributes),
         cuda_classes=frozenset(_with_subclasses(cuda_classes, bases)),
         imported_names=imported_names_entries(tops),
+        idioms=frozenset(idioms),
     )
 
 
