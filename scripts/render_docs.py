@@ -53,7 +53,7 @@ def table() -> str:
     rows = ["| code | name | safety | what it does | output needs torch |", "|---|---|---|---|---|"]
     for spec in all_specs():
         summary = spec.summary.replace("|", "\\|")
-        rows.append(f"| {spec.code} | `{spec.name}` | {spec.kind} | {summary} | {_needs(spec)} |")
+        rows.append(f"| {spec.code} | `{spec.name}` | {spec.label} | {summary} | {_needs(spec)} |")
     return "\n".join(rows)
 
 

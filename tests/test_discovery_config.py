@@ -135,9 +135,9 @@ def test_selection_by_code_name_prefix_and_unsafe_gate(monkeypatch) -> None:
     assert [s.code for s in registry.select(["TM0"])] == [s.code for s in registry.PIPELINE if s.code.startswith("TM0") and s.safety is not registry.Safety.UNSAFE]
     assert [s.code for s in registry.select(["loss-reduction"])] == ["TM001"]
     assert "TM001" not in [s.code for s in registry.select(ignore=["TM001"])]
-    unsafe = registry.Spec("TM950", "risky", registry.get("TM001").codemod, registry.Safety.UNSAFE, ("x",))
+    unsafe = registry.Spec("TM090", "risky", registry.get("TM001").codemod, registry.Safety.UNSAFE, ("x",))
     monkeypatch.setattr(registry, "PIPELINE", (*registry.PIPELINE, unsafe))
-    assert "TM950" not in [s.code for s in registry.select(["TM950"])]
-    assert "TM950" in [s.code for s in registry.select(["TM950"], unsafe=True)]
+    assert "TM090" not in [s.code for s in registry.select(["TM090"])]
+    assert "TM090" in [s.code for s in registry.select(["TM090"], unsafe=True)]
     with pytest.raises(registry.SelectionError, match="TM7"):
         registry.select(["TM7"])

@@ -142,7 +142,7 @@ def test_jobs_do_not_change_results_or_order(tmp_path: Path) -> None:
 class _Breaks(MigrationCodemod):
     """A deliberately broken codemod: `await` outside a function parses but does not compile."""
 
-    CODE = "TM999"
+    CODE = "TM099"
     DESCRIPTION = "broken on purpose"
 
     def leave_Call(self, original_node, updated_node):
@@ -152,7 +152,7 @@ class _Breaks(MigrationCodemod):
 
 
 class _Crashes(MigrationCodemod):
-    CODE = "TM998"
+    CODE = "TM098"
     DESCRIPTION = "raises"
 
     def leave_Call(self, original_node, updated_node):
@@ -160,26 +160,26 @@ class _Crashes(MigrationCodemod):
 
 
 def test_output_guard_blocks_code_that_does_not_compile(tmp_path: Path, monkeypatch) -> None:
-    broken = registry.Spec("TM999", "broken", _Breaks, registry.Safety.SAFE, ("MSELoss",))
+    broken = registry.Spec("TM099", "broken", _Breaks, registry.Safety.SAFE, ("MSELoss",))
     result = transform_source(LEGACY, [registry.get("TM001"), broken])
-    # TM001 rewrote the call into MSELoss(reduction=...), TM999 then broke it: nothing comes back.
+    # TM001 rewrote the call into MSELoss(reduction=...), TM099 then broke it: nothing comes back.
     assert result.code == LEGACY and not result.changed
-    assert result.problem.code == "TM999"
+    assert result.problem.code == "TM099"
     assert "would not compile" in result.problem.reason
 
     target = tmp_path / "train.py"
     target.write_text(LEGACY)
     monkeypatch.setattr(registry, "PIPELINE", (*registry.PIPELINE, broken))
-    report = migrate([str(tmp_path)], Options(use_config=False, select=("TM001", "TM999")))
+    report = migrate([str(tmp_path)], Options(use_config=False, select=("TM001", "TM099")))
     assert target.read_text() == LEGACY
-    assert report.problems[0].code == "TM999" and report.exit_code == 2
+    assert report.problems[0].code == "TM099" and report.exit_code == 2
 
 
 def test_a_crashing_codemod_is_an_internal_error_naming_it() -> None:
-    crash = registry.Spec("TM998", "crash", _Crashes, registry.Safety.SAFE, ("MSELoss",))
+    crash = registry.Spec("TM098", "crash", _Crashes, registry.Safety.SAFE, ("MSELoss",))
     result = transform_source(LEGACY, [crash])
     assert result.code == LEGACY
-    assert result.problem.code == "TM998" and "boom" in result.problem.reason
+    assert result.problem.code == "TM098" and "boom" in result.problem.reason
 
 
 def test_prefilter_never_parses_files_without_triggers(monkeypatch) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from codemods import registry
 from codemods.api import Options, migrate, transform_source
-from codemods.engine.legacy_syntax import repair
+from codemods.transforms.legacy_syntax.repair import repair
 
 TM000, TM001 = registry.get("TM000"), registry.get("TM001")
 

@@ -110,7 +110,7 @@ def _not_python(index: int, cell: str, specs: Sequence[Spec], file: FileContext)
         f"{cell_label(index)}: not migrated: a `%%{_cell_magic(cell)}` cell is not run as Python in the"
         f" notebook, and {spec.code} ({spec.name}) may apply to it"
     )
-    return Finding(spec.code, file.path, 1, 0, message, spec.kind, "migrate this cell by hand")
+    return Finding(spec.code, file.path, 1, 0, message, spec.label, "migrate this cell by hand")
 
 
 def _unmask(text: str, magics: list[str]) -> str:

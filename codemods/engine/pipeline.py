@@ -16,7 +16,7 @@ from codemods.helpers.context import FileContext
 from codemods.engine import name_guard
 from codemods.helpers.noqa import is_suppressed, noqa_lines
 from codemods.helpers.scan import Scan, indirect_spellings
-from codemods.registry import Spec
+from codemods.registry import Spec, Stage
 from codemods.results import Finding, Problem
 
 if TYPE_CHECKING:
@@ -110,8 +110,8 @@ def _run(
     the statements that hold none of their words. After a codemod rewrote the tree, the map is
     made again from the new text before the next codemod (statements it rebuilt are not in the
     old map, and positions for them would cost a layout of the whole module)."""
-    from codemods.helpers.codemod import CodemodContext
-    from codemods.helpers.sites import Pruner, Sites
+    from codemods.engine.walk import CodemodContext
+    from codemods.helpers.sites import Sites
 
     rewrites: dict[str, int] = {}
     findings: list[Finding] = []
@@ -129,9 +129,7 @@ def _run(
                 continue
         # A fresh context per codemod: chained codemods sharing one re-apply each other's imports.
         codemod = spec.codemod(CodemodContext(filename=file.path), file)
-        codemod.sites = sites
-        if sites is not None and codemod.PRUNE:
-            codemod.pruner = Pruner(sites, sites.hits(spec.sites))
+        codemod._prepare(sites, spec.sites if codemod.PRUNE else None)
         try:
             new = codemod.transform_module(tree)
         except Exception as exc:
@@ -198,13 +196,13 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
     tree = _parse(source, file.path)
     repaired: tuple[Finding, ...] = ()
     if isinstance(tree, Problem):
-        legacy = next((s for s in firing if _pre_parse(s)), None)
-        fixed = _repair_legacy_syntax(source, file, legacy) if legacy is not None else None
+        text_stage = next((s for s in firing if s.stage is Stage.TEXT), None)
+        fixed = _repair_text(source, file, text_stage) if text_stage is not None else None
         if fixed is None:
             return Result(code=source, problem=tree)
         source, tree, repaired = fixed
         firing, declined, scan = _firing(specs, source, file), frozenset(), None
-    firing = [s for s in firing if not _pre_parse(s)]
+    firing = [s for s in firing if s.stage is not Stage.TEXT]
     # The statement map prunes walks, and gives findings their positions at the cost of one
     # statement's layout instead of the whole module's: made for every parsed file.
     from codemods.helpers.sites import Sites
@@ -217,12 +215,12 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
             code=original, parsed=True, problem=Problem(file.path, 0, f"internal error: {exc.reason}", exc.code)
         )
     found = (*repaired, *findings)
-    if repaired:
-        rewrites = {"TM000": sum(f.kind == "review" for f in repaired), **rewrites}
+    repairs = {text_stage.code: sum(f.kind == "review" for f in repaired)} if repaired else {}
+    rewrites = {**repairs, **rewrites}
     if not rewrites:
         return Result(code=original, parsed=True, findings=found)
 
-    code = (new_tree.code if new_code is None else new_code) if rewrites.keys() - {"TM000"} else source
+    code = (new_tree.code if new_code is None else new_code) if rewrites.keys() - repairs.keys() else source
     if code == original:
         return Result(code=original, parsed=True, findings=found)
     if tree.code != source:
@@ -247,23 +245,18 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
     guarded = name_guard.guard(source, code, rewrites, name_guard.Replay(tree, firing, file, sites, declined, _run, _compile_error))
     if guarded is not None:
         code, found = guarded.code, (*repaired, *guarded.findings)
-        rewrites = {**{k: n for k, n in rewrites.items() if k == "TM000"}, **guarded.rewrites}
+        rewrites = {**repairs, **guarded.rewrites}
         if code == original:
             return Result(code=original, parsed=True, findings=found)
     notes = tuple(f"{f.path}:{f.line}: {f.message}" for f in repaired if f.kind == "review")
     return Result(code=code, changed=True, parsed=True, rewrites=rewrites, findings=found, notes=notes)
 
 
-def _pre_parse(spec: Spec) -> bool:
-    return spec.gate.pre_parse
-
-
-def _repair_legacy_syntax(source: str, file: FileContext, spec: Spec):
-    """TM000: repair `async` used as a name; (text, tree, findings), or None when the file still
-    does not parse (then the original syntax error is the one reported)."""
-    from codemods.engine import legacy_syntax  # only for a file libcst could not parse
-
-    fixed = legacy_syntax.repair(source)
+def _repair_text(source: str, file: FileContext, spec: Spec):
+    """A text stage's repair of a file libcst cannot parse (TM000: `async` used as a name):
+    (text, tree, findings), or None when the file still does not parse (then the original syntax
+    error is the one reported)."""
+    fixed = spec.codemod.repair_text(source)
     if fixed is None or not fixed.edits:
         return None
     tree = _parse(fixed.text, file.path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from codemods.gates import Safety, Spec, Stage
 
 def triggers() -> tuple[str, ...]:
     return (
@@ -9,3 +10,21 @@ def triggers() -> tuple[str, ...]:
         r"\bfrom\s+torch\.(?:cuda|cpu)\s+import\b",
         r"\bimport\s+torch\.(?:cuda|cpu)\s+as\b",
     )
+
+
+SPEC = Spec(
+    code="TM004",
+    name="amp-namespace",
+    stage=Stage.REWRITE,
+    safety=Safety.SAFE,
+    target="codemods.transforms.amp_namespace:AmpNamespace",
+    triggers=triggers(),
+    summary='torch.cuda.amp.autocast() -> torch.amp.autocast("cuda")',
+    emits=(
+        "torch.autocast",
+        "torch.amp.autocast",
+        "torch.amp.GradScaler",
+        "torch.amp.custom_fwd",
+        "torch.amp.custom_bwd",
+    ),
+)

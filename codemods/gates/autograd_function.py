@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from codemods.gates import Gate
+from codemods.gates import Gate, Safety, Spec, Stage
 from codemods.helpers.scan import Scan
 
 FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
@@ -38,3 +38,15 @@ def may_act(scan: Scan, words, facts) -> bool:
 # uses_repo_facts: whether another file imports the class decides its rewrite (a callable wrapper
 # under the old name), so the per-file cache must key on the repository's facts.
 GATE = Gate(may_act=may_act, uses_repo_facts=True)
+
+
+SPEC = Spec(
+    code="TM010",
+    name="autograd-function",
+    stage=Stage.REWRITE,
+    safety=Safety.REVIEW,
+    target="codemods.transforms.autograd_function:AutogradFunction",
+    triggers=triggers(),
+    summary="legacy Function with instance forward/backward -> @staticmethod forward(ctx, ...); Fn(a)(x) -> Fn.apply(x, a)",
+    gate=GATE,
+)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from codemods.gates import Gate
+from codemods.gates import Gate, Safety, Spec, Stage
 from codemods.helpers.scan import Scan
 
 # The uint8 spellings a mask is made with, and their bool counterparts (qualified names).
@@ -47,3 +47,20 @@ def may_act(scan: Scan, words, facts) -> bool:
 
 
 GATE = Gate(may_act=may_act)
+
+
+SPEC = Spec(
+    code="TM011",
+    name="bool-masks",
+    stage=Stage.REWRITE,
+    safety=Safety.SAFE,
+    target="codemods.transforms.bool_masks:BoolMasks",
+    triggers=triggers(),
+    summary="(x == pad).byte() / torch.ByteTensor / dtype=torch.uint8 used as a mask -> .bool() / BoolTensor / torch.bool",
+    gate=GATE,
+    emits=(
+        "torch.bool",
+        "torch.BoolTensor",
+        "torch.cuda.BoolTensor",
+    ),
+)

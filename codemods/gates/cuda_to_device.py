@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from codemods.gates import Gate, data_table
+from codemods.gates import Gate, Safety, Spec, Stage, data_table
 
 
 @lru_cache(maxsize=None)
@@ -19,3 +19,18 @@ def triggers() -> tuple[str, ...]:
 
 
 GATE = Gate(uses_repo_facts=True)
+
+
+SPEC = Spec(
+    code="TM101",
+    name="cuda-to-device",
+    stage=Stage.REWRITE,
+    safety=Safety.SAFE,
+    target="codemods.transforms.cuda_to_device:CudaToDevice",
+    triggers=triggers(),
+    summary="x.cuda() -> x.to(device); torch.cuda.FloatTensor(n) -> torch.empty(n, dtype=..., device=device)",
+    gate=GATE,
+    emits=(
+        "torch.set_default_device",
+    ),
+)

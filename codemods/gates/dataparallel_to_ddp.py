@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from codemods.gates import Gate
+from codemods.gates import Gate, Safety, Spec, Stage
 
 
 def triggers() -> tuple[str, ...]:
@@ -10,3 +10,19 @@ def triggers() -> tuple[str, ...]:
 
 
 GATE = Gate(uses_repo_facts=True)
+
+
+SPEC = Spec(
+    code="TM103",
+    name="dataparallel-to-ddp",
+    stage=Stage.REWRITE,
+    safety=Safety.REVIEW,
+    target="codemods.transforms.dataparallel_to_ddp:DataParallelToDDP",
+    triggers=triggers(),
+    summary="nn.DataParallel(model) -> DDP scaffolding that runs as one process or under torchrun",
+    gate=GATE,
+    emits=(
+        "torch.distributed.run",
+        "torch.utils.data.distributed.DistributedSampler(shuffle)",
+    ),
+)

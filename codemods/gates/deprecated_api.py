@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from functools import lru_cache
 
-from codemods.gates import Gate, data_table
+from codemods.gates import Gate, Safety, Spec, Stage, data_table
 from codemods.helpers.scan import Scan
 
 
@@ -78,3 +78,41 @@ def may_act(scan: Scan, words, facts) -> bool:
 
 
 GATE = Gate(may_act=may_act)
+
+
+SPEC = Spec(
+    code="TM006",
+    name="deprecated-api",
+    stage=Stage.REWRITE,
+    safety=Safety.SAFE,
+    target="codemods.transforms.deprecated_api:DeprecatedApi",
+    triggers=triggers(),
+    summary="F.upsample -> F.interpolate, nn.init.xavier_uniform -> xavier_uniform_, torch.range -> arange,"
+    " torch.solve/svd/lu/potrf/... -> torch.linalg (argument order and tuple results kept), ...",
+    gate=GATE,
+    emits=(
+        "torch.outer",
+        "torch.linalg.cholesky",
+        "torch.linalg.cholesky(upper)",
+        "torch.linalg.eigh",
+        "torch.linalg.eigvalsh",
+        "torch.linalg.matrix_rank",
+        "torch.linalg.matrix_rank(atol)",
+        "torch.linalg.multi_dot",
+        "torch.linalg.qr",
+        "torch.linalg.solve",
+        "torch.linalg.lu_factor",
+        "torch.linalg.lu_factor_ex",
+        "torch.linalg.lu_solve",
+        "torch.linalg.solve_triangular",
+        "torch.linalg.svd",
+        "torch.linalg.vector_norm",
+        "torch.linalg.matrix_norm",
+        "torch.Tensor.mH",
+        "torch.Tensor.mT",
+        "torch.cholesky_solve",
+        "torch.cholesky_inverse",
+        "torch.lu_unpack",
+        "torch.testing.assert_close",
+    ),
+)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from codemods.gates import Gate
+from codemods.gates import Gate, Safety, Spec, Stage
 
 
 def triggers() -> tuple[str, ...]:
@@ -10,3 +10,15 @@ def triggers() -> tuple[str, ...]:
 
 
 GATE = Gate(sites=(r"\bdel\b",))
+
+
+SPEC = Spec(
+    code="TM902",
+    name="empty-cache-without-del",
+    stage=Stage.CHECK,
+    safety=Safety.SAFE,
+    target="codemods.transforms.empty_cache_without_del:EmptyCacheWithoutDel",
+    triggers=triggers(),
+    summary="torch.cuda.empty_cache() with nothing deleted before it",
+    gate=GATE,
+)

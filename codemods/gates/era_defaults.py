@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from codemods.gates import Gate
+from codemods.gates import Gate, Safety, Spec, Stage
 from codemods.helpers.scan import Scan
 from codemods.versions import Version
 
@@ -59,3 +59,19 @@ def may_act(scan: Scan, words, facts) -> bool:
 
 
 GATE = Gate(may_act=may_act, uses_era=True)
+
+
+SPEC = Spec(
+    code="TM015",
+    name="era-defaults",
+    stage=Stage.REWRITE,
+    safety=Safety.REVIEW,
+    target="codemods.transforms.era_defaults:EraDefaults",
+    triggers=triggers(),
+    summary="F.grid_sample(x, g) in code for torch < 1.3 -> align_corners=True (the old default); >= 1.3: False written out",
+    gate=GATE,
+    emits=(
+        "torch.nn.functional.grid_sample(align_corners)",
+        "torch.nn.functional.affine_grid(align_corners)",
+    ),
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from codemods.gates import Gate
+from codemods.gates import Gate, Safety, Spec, Stage
 from codemods.helpers.scan import Scan
 
 
@@ -29,3 +29,15 @@ def may_act(scan: Scan, words, facts) -> bool:
 
 
 GATE = Gate(uses_repo_facts=True, may_act=may_act)
+
+
+SPEC = Spec(
+    code="TM201",
+    name="h5py-lazy-open",
+    stage=Stage.REWRITE,
+    safety=Safety.REVIEW,
+    target="codemods.transforms.h5py_lazy_open:H5pyLazyOpen",
+    triggers=triggers(),
+    summary="self.f = h5py.File(p) in Dataset.__init__ -> one lazily opened handle per process",
+    gate=GATE,
+)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from codemods.gates import Gate
+from codemods.gates import Gate, Safety, Spec, Stage
 from codemods.gates.load_weights_only import triggers as torch_load
 from codemods.helpers.scan import Scan
 
@@ -18,3 +18,15 @@ def may_act(scan: Scan, words, facts) -> bool:
 
 
 GATE = Gate(may_act=may_act)
+
+
+SPEC = Spec(
+    code="TM102",
+    name="load-map-location",
+    stage=Stage.REWRITE,
+    safety=Safety.REVIEW,
+    target="codemods.transforms.load_map_location:LoadMapLocation",
+    triggers=triggers(),
+    summary='torch.load(f) -> torch.load(f, map_location="cpu") for state dicts, else the CPU fallback only',
+    gate=GATE,
+)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from codemods.gates import Gate
+from codemods.gates import Gate, Safety, Spec, Stage
 from codemods.helpers.scan import Scan
 
 
@@ -23,3 +23,19 @@ def may_act(scan: Scan, words, facts) -> bool:
 
 
 GATE = Gate(may_act=may_act)
+
+
+SPEC = Spec(
+    code="TM301",
+    name="load-weights-only",
+    stage=Stage.REWRITE,
+    safety=Safety.REVIEW,
+    target="codemods.transforms.load_weights_only:LoadWeightsOnly",
+    triggers=triggers(),
+    summary="torch.load(f) -> torch.load(f, weights_only=True) for state dicts, else False + finding",
+    gate=GATE,
+    emits=(
+        "torch.load(weights_only)",
+        "torch.serialization.load(weights_only)",
+    ),
+)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from functools import lru_cache
 
-from codemods.gates import Gate, data_table
+from codemods.gates import Gate, Safety, Spec, Stage, data_table
 from codemods.helpers.scan import Scan
 
 
@@ -46,3 +46,15 @@ def may_act(scan: Scan, words, facts) -> bool:
 
 
 GATE = Gate(may_act=may_act)
+
+
+SPEC = Spec(
+    code="TM001",
+    name="loss-reduction",
+    stage=Stage.REWRITE,
+    safety=Safety.SAFE,
+    target="codemods.transforms.loss_reduction:LossReduction",
+    triggers=triggers(),
+    summary="nn.MSELoss(reduce=False) -> nn.MSELoss(reduction='none')",
+    gate=GATE,
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from codemods.gates import Gate
+from codemods.gates import Gate, Safety, Spec, Stage
 from codemods.helpers.patterns import Words
 from codemods.helpers.scan import Scan
 
@@ -41,3 +41,15 @@ def may_act(scan: Scan, words, facts) -> bool:
 
 
 GATE = Gate(uses_repo_facts=True, may_act=may_act)
+
+
+SPEC = Spec(
+    code="TM901",
+    name="missing-detach",
+    stage=Stage.CHECK,
+    safety=Safety.SAFE,
+    target="codemods.transforms.missing_detach:MissingDetach",
+    triggers=triggers(),
+    summary="a model's output feeds another model's loss without .detach() (GAN, teacher-student)",
+    gate=GATE,
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from codemods.gates import Gate
+from codemods.gates import Gate, Safety, Spec, Stage
 from codemods.helpers.scan import Scan
 
 
@@ -39,3 +39,15 @@ def may_act(scan: Scan, words, facts) -> bool:
 
 
 GATE = Gate(may_act=may_act)
+
+
+SPEC = Spec(
+    code="TM906",
+    name="numerics",
+    stage=Stage.CHECK,
+    safety=Safety.SAFE,
+    target="codemods.transforms.numerics:Numerics",
+    triggers=triggers(),
+    summary="torch.log(1 + x) -> log1p, torch.exp(x) - 1 -> expm1, log(sum(exp(x))) -> logsumexp",
+    gate=GATE,
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from codemods.gates import Gate
+from codemods.gates import Gate, Safety, Spec, Stage
 from codemods.helpers.scan import Scan
 
 
@@ -108,3 +108,15 @@ def may_act(scan: Scan, words, facts) -> bool:
 
 
 GATE = Gate(applies=applies, may_act=may_act)
+
+
+SPEC = Spec(
+    code="TM401",
+    name="python-compat",
+    stage=Stage.REWRITE,
+    safety=Safety.SAFE,
+    target="codemods.transforms.python_compat:PythonCompat",
+    triggers=triggers(),
+    summary="collections.Mapping -> collections.abc.Mapping; np.Inf/np.float/... -> np.inf/float/...",
+    gate=GATE,
+)

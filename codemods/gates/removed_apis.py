@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from codemods.gates import Gate
+from codemods.gates import Gate, Safety, Spec, Stage
 from codemods.helpers.scan import Scan
 
 # module prefix -> (what happened, the way out): imports and uses of these are reported
@@ -98,3 +98,15 @@ def may_act(scan: Scan, words, facts) -> bool:
 
 
 GATE = Gate(may_act=may_act)
+
+
+SPEC = Spec(
+    code="TM905",
+    name="removed-apis",
+    stage=Stage.CHECK,
+    safety=Safety.SAFE,
+    target="codemods.transforms.removed_apis:RemovedApis",
+    triggers=triggers(),
+    summary="torch.utils.ffi, load_lua, torch.legacy, ._backend, the old torch.rfft/fft API: removed, with the code to write instead",
+    gate=GATE,
+)

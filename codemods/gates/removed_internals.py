@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from codemods.gates import data_table
+from codemods.gates import Safety, Spec, Stage, data_table
 from codemods.gates.python_compat import _attribute_or_import
 
 
@@ -23,3 +23,21 @@ def triggers() -> tuple[str, ...]:
         r"type\([^()]*\)\s*\.\s*__name__\s*(?:[!=]=|(?:not\s+)?in\b)",
         r"\.type\(\)",
     )
+
+
+SPEC = Spec(
+    code="TM008",
+    name="removed-internals",
+    stage=Stage.REWRITE,
+    safety=Safety.SAFE,
+    target="codemods.transforms.removed_internals:RemovedInternals",
+    triggers=triggers(),
+    summary="_LRScheduler -> LRScheduler, private DataLoader paths, zero_gradients, type-name tests -> dtype",
+    emits=(
+        "torch.hub.load_state_dict_from_url",
+        "torch.utils.data.get_worker_info",
+        "torch.utils.data.default_collate",
+        "torch.utils.data.default_convert",
+        "torch.optim.lr_scheduler.LRScheduler",
+    ),
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from codemods.gates import Gate
+from codemods.gates import Gate, Safety, Spec, Stage
 from codemods.helpers.scan import Scan
 
 # method -> (positional arguments of the legacy overload, the keyword its scalar becomes)
@@ -36,3 +36,15 @@ def may_act(scan: Scan, words, facts) -> bool:
 
 
 GATE = Gate(may_act=may_act)
+
+
+SPEC = Spec(
+    code="TM012",
+    name="scalar-first-overloads",
+    stage=Stage.REWRITE,
+    safety=Safety.SAFE,
+    target="codemods.transforms.scalar_first:ScalarFirst",
+    triggers=triggers(),
+    summary="p.data.add_(-lr, grad) -> add_(grad, alpha=-lr); addcmul_(v, a, b) -> addcmul_(a, b, value=v)",
+    gate=GATE,
+)

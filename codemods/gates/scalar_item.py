@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from codemods.gates import Gate
+from codemods.gates import Gate, Safety, Spec, Stage
 from codemods.helpers.scan import Scan
 
 
@@ -41,3 +41,15 @@ def may_act(scan: Scan, words, facts) -> bool:
 
 
 GATE = Gate(may_act=may_act)
+
+
+SPEC = Spec(
+    code="TM003",
+    name="scalar-item",
+    stage=Stage.REWRITE,
+    safety=Safety.SAFE,
+    target="codemods.transforms.scalar_item:ScalarItem",
+    triggers=triggers(),
+    summary="loss.data[0] -> loss.item() (only on provably 0-dim values)",
+    gate=GATE,
+)

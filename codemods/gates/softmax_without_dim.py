@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from codemods.gates import Gate
+from codemods.gates import Gate, Safety, Spec, Stage
 from codemods.helpers.scan import Scan
 
 
@@ -42,3 +42,15 @@ def may_act(scan: Scan, words, facts) -> bool:
 
 
 GATE = Gate(may_act=may_act)
+
+
+SPEC = Spec(
+    code="TM903",
+    name="softmax-without-dim",
+    stage=Stage.CHECK,
+    safety=Safety.SAFE,
+    target="codemods.transforms.softmax_without_dim:SoftmaxWithoutDim",
+    triggers=triggers(),
+    summary="F.softmax(x) / nn.Softmax() without dim (the implicit choice is deprecated)",
+    gate=GATE,
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from codemods.gates import Gate
+from codemods.gates import Gate, Safety, Spec, Stage
 from codemods.helpers.patterns import Words
 from codemods.helpers.scan import Scan, ast_dotted
 
@@ -104,3 +104,18 @@ def may_act(scan: Scan, words, facts) -> bool:
 
 
 GATE = Gate(uses_repo_facts=True, sites=(r"save", r"state_dict"), applies=applies, may_act=may_act)
+
+
+SPEC = Spec(
+    code="TM104",
+    name="state-dict-prefix",
+    stage=Stage.REWRITE,
+    safety=Safety.SAFE,
+    target="codemods.transforms.state_dict_prefix:StateDictPrefix",
+    triggers=triggers(),
+    summary="torch.save(dp_model.state_dict()) -> unwrap first; strip `module.` with consume_prefix_in_state_dict_if_present",
+    gate=GATE,
+    emits=(
+        "torch.nn.modules.utils.consume_prefix_in_state_dict_if_present",
+    ),
+)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from functools import lru_cache
 
-from codemods.gates import Gate, data_table
+from codemods.gates import Gate, Safety, Spec, Stage, data_table
 from codemods.helpers.scan import Scan
 
 LEGACY = ("pretrained", "pretrained_backbone")
@@ -77,3 +77,16 @@ def may_act(scan: Scan, words, facts) -> bool:
 
 
 GATE = Gate(applies=applies, may_act=may_act)
+
+
+SPEC = Spec(
+    code="TM009",
+    name="torchvision-weights",
+    stage=Stage.REWRITE,
+    safety=Safety.SAFE,
+    target="codemods.transforms.torchvision_weights:TorchvisionWeights",
+    triggers=triggers(),
+    summary="models.resnet50(pretrained=True) -> models.resnet50(weights=models.ResNet50_Weights.IMAGENET1K_V1)",
+    gate=GATE,
+    emits=emits(),
+)

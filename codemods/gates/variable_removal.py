@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from codemods.gates import Gate
+from codemods.gates import Gate, Safety, Spec, Stage
 from codemods.helpers.scan import Scan
 
 
@@ -18,3 +18,15 @@ def may_act(scan: Scan, words, facts) -> bool:
 
 
 GATE = Gate(may_act=may_act)
+
+
+SPEC = Spec(
+    code="TM002",
+    name="variable-removal",
+    stage=Stage.REWRITE,
+    safety=Safety.SAFE,
+    target="codemods.transforms.variable_removal:VariableRemoval",
+    triggers=triggers(),
+    summary="Variable(x) -> x; Variable(x, requires_grad=True) -> x.requires_grad_()",
+    gate=GATE,
+)

@@ -21,7 +21,7 @@ def _rule(spec: Spec) -> dict:
         "shortDescription": {"text": spec.summary},
         "fullDescription": {"text": spec.doc.strip().splitlines()[0] if spec.doc.strip() else spec.summary},
         "help": {"text": spec.doc.strip() or spec.summary},
-        "properties": {"safety": spec.kind},
+        "properties": {"safety": spec.label},
     }
 
 

@@ -1,12 +1,13 @@
 """TM000: `async` used as a name (a syntax error since Python 3.7) -> `non_blocking=` / `async_`.
 
-The work happens before parsing, in `codemods/engine/legacy_syntax.py`; this class carries the
-codemod's documentation and its place in the pipeline.
+The work happens before parsing, on tokens (`repair.py`); this class carries the codemod's
+documentation and hands the engine that repair (a text stage: see codemods/gates/__init__.py).
 """
 
 from __future__ import annotations
 
 from codemods.helpers.codemod import MigrationCodemod
+from codemods.transforms.legacy_syntax.repair import Repaired, repair
 
 
 class LegacySyntax(MigrationCodemod):
@@ -51,3 +52,8 @@ class LegacySyntax(MigrationCodemod):
     """
 
     CODE = "TM000"
+
+    @staticmethod
+    def repair_text(text: str) -> Repaired | None:
+        """The text stage: `text` repaired (the engine parses it again), or None."""
+        return repair(text)

@@ -1,4 +1,4 @@
-"""TM000's engine stage: repair `async` used as a name, which no Python since 3.7 can parse.
+"""TM000's text stage: repair `async` used as a name, which no Python since 3.7 can parse.
 
 PyTorch 0.3 spelled the asynchronous-copy flag `async` (`x.cuda(async=True)`), and code of that
 era used the word freely (`def f(x, async=False)`, `self.async = async`). Such a file is a syntax

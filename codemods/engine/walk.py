@@ -1,0 +1,301 @@
+"""How the engine walks a tree for one codemod: dispatch, pruning, positions, queued imports.
+
+The engine side of every codemod (`codemods/base.py` is the author's side). A codemod is a
+`libcst.CSTTransformer`; this class drives its walk with less than libcst's codemod commands do,
+because per codemod and file those would walk the whole tree four times: PositionProvider's code
+generation, an empty batched-metadata pass, the import scan and the transform itself (the last
+through the matcher machinery for every node). Here the transform is the only full walk:
+
+- positions are computed on first use (most files never produce a finding), from the layout of
+  the one statement that holds the node (`Sites.position`), or else libcst's PositionProvider;
+- other metadata providers are resolved only when a codemod declares them;
+- imports are read from the statements alone (helpers/names.py), and the imports a codemod
+  queues are edited after its walk (helpers/import_edits.py);
+- `visit_X`/`leave_X` dispatch is looked up once per node type and codemod class;
+- the statements that hold none of the codemod's words are skipped unvisited (`PRUNE`,
+  helpers/sites.py), and the tree is never copied (each codemod gets a tree nobody else holds
+  metadata for).
+
+Importing `libcst.codemod` would import `libcst.matchers`, a large share of a small run's time:
+a codemod that wants matchers imports them itself, and libcst's matcher decorators (which need
+libcst's MatcherDecoratableTransformer) are refused at class creation.
+
+What this relies on of libcst beyond its documented API: the `_is_no_op` mark on
+CSTTransformer's typed stubs, and `MetadataWrapper(unsafe_skip_copy=True)`. setup.cfg pins
+libcst's major version for that reason; tests/test_walk.py checks both hold.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Callable, Generator, Iterator, Sequence
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from codemods.helpers import target_gate
+from codemods.helpers.context import FileContext
+from codemods.helpers.import_edits import ImportItem, TopImportsAdder, UsedNamesRemover
+from codemods.helpers.names import Imports
+from codemods.helpers.patterns import Words
+from codemods.helpers.sites import Pruner, Sites, prune_visit
+from codemods.versions import NEWEST
+
+# codemod class -> (prefix, node type, attribute) -> method name or None
+_DISPATCH: dict[type, dict[tuple[str, type, str], str | None]] = {}
+
+_MATCHER_ATTRS = (
+    "_call_if_inside_matcher", "_call_if_not_inside_matcher", "_visit_matcher", "_leave_matcher",
+)  # fmt: skip  # libcst.matchers._decorators: what @call_if_inside, @visit & co. set on a method
+
+_ATTRIBUTE_HANDLER = re.compile(r"(?:visit|leave)_([A-Z][A-Za-z]*)_[a-z][a-z_]*")
+
+
+@lru_cache(maxsize=None)
+def _attribute_handlers(cls: type) -> bool:
+    """Whether `cls` (or a base of ours) defines a `visit_X_attr`/`leave_X_attr` method: without
+    one, the walk's per-attribute callbacks (several per node) return at once."""
+    for klass in cls.__mro__:
+        if klass.__module__.startswith("libcst."):
+            continue
+        for name in vars(klass):
+            match = _ATTRIBUTE_HANDLER.fullmatch(name)
+            if match and isinstance(getattr(cst, match.group(1), None), type):
+                return True
+    return False
+
+
+@dataclass
+class CodemodContext:
+    """What one codemod runs with on one file: its name, and the import edits the codemod asked
+    for, made after its walk (a fresh context per codemod: chained codemods sharing one would
+    re-apply each other's imports)."""
+
+    filename: str | None = None
+    added: list[ImportItem] = field(default_factory=list)
+    removed: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+
+
+class _LazyMetadata(Mapping):
+    """A metadata mapping computed on first access (libcst's `get_metadata` only needs get/[])."""
+
+    def __init__(self, compute: Callable[[], Mapping]) -> None:
+        self._compute = compute
+        self._value: Mapping | None = None
+
+    def _mapping(self) -> Mapping:
+        if self._value is None:
+            self._value = self._compute()
+        return self._value
+
+    def __getitem__(self, key):
+        return self._mapping()[key]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._mapping())
+
+    def __len__(self) -> int:
+        return len(self._mapping())
+
+
+class Walk(cst.CSTTransformer):
+    """The engine's half of a codemod. Codemods derive from `codemods.base.MigrationCodemod`
+    and use only what that class documents; the names here that start with `_` are the engine's."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, value in vars(cls).items():
+            if any(getattr(value, attr, None) for attr in _MATCHER_ATTRS):
+                raise TypeError(f"{cls.__name__}.{name}: libcst matcher decorators are not supported; test in visit_/leave_")
+
+    def __init__(self, context: CodemodContext | None = None, file: FileContext | None = None) -> None:
+        super().__init__()
+        self.context = context if context is not None else CodemodContext()
+        self.file = file or FileContext()
+        self.imports = Imports()
+        self._walk_pruner: Pruner | None = None  # set by the engine when PRUNE and the file allows it
+        self._statement_map: Sites | None = None  # the statement map, when the file allows pruning
+        self._skipped: cst.CSTNode | None = None
+        # The walk's path, for positions (Sites.position): the statements of this text it is in,
+        # each with how many of the open indented blocks enclose it.
+        self._open_statements: list[tuple[cst.CSTNode, int]] = []
+        self._open_blocks: list[cst.IndentedBlock] = []
+        self._where: dict[int, tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]]] = {}  # see _note_statement
+        self._default_indent = "    "
+        # node type -> this codemod's visit_/leave_ method (bound) or None: the walk's dispatch
+        self._visits: dict[type, Callable | None] = {}
+        self._leaves: dict[type, Callable | None] = {}
+
+    # Until every codemod reads these through MigrationCodemod's survey methods.
+    sites = property(lambda self: self._statement_map, lambda self, value: setattr(self, "_statement_map", value))
+    pruner = property(lambda self: self._walk_pruner, lambda self, value: setattr(self, "_walk_pruner", value))
+
+    # -- what the engine calls -------------------------------------------------------------
+
+    def _prepare(self, sites: Sites | None, words: Sequence[Words] | None) -> None:
+        """Before `transform_module`: the text's statement map, and (for a codemod with PRUNE)
+        the words whose lines its walk visits."""
+        self._statement_map = sites
+        if sites is not None and words is not None:
+            self._walk_pruner = Pruner(sites, sites.hits(words))
+
+    def transform_module(self, tree: cst.Module) -> cst.Module:
+        """This codemod over `tree`, then the import edits it asked for: the new tree."""
+        wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
+        with self._resolve(wrapper):
+            tree = self.transform_module_impl(wrapper.module)
+        if self.context.added and self.file.target_torch < NEWEST:
+            self.context.added = [item for item in self.context.added if self.available(target_gate.queued_symbol(item))]
+        if self.context.added:
+            tree = tree.visit(TopImportsAdder(self.context.added))
+        if self.context.removed:
+            tree = UsedNamesRemover(self.context.removed).transform(tree)
+        return tree
+
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        self.imports = Imports.of(tree, self.file)  # with the names star imports and re-exports give it
+        self._default_indent = tree.default_indent
+        return tree.visit(self)
+
+    def available(self, symbol: str | None) -> bool:  # defined by MigrationCodemod
+        raise NotImplementedError
+
+    @contextmanager
+    def _resolve(self, wrapper: MetadataWrapper) -> Generator[None, None, None]:
+        """Like libcst's `resolve`, but PositionProvider is computed lazily, on the first
+        `get_metadata`."""
+        dependencies = self.get_inherited_dependencies()
+        eager = [p for p in dependencies if p is not PositionProvider]
+        metadata: dict = dict(wrapper.resolve_many(eager)) if eager else {}
+        if PositionProvider in dependencies:
+            metadata[PositionProvider] = _LazyMetadata(lambda: wrapper.resolve(PositionProvider))
+        self.metadata = metadata
+        try:
+            yield
+        finally:
+            self.metadata = {}
+
+    # -- dispatch --------------------------------------------------------------------------
+
+    def _handler(self, prefix: str, node: cst.CSTNode, attribute: str = ""):
+        """The subclass's `visit_X`/`leave_X[_attr]` method for this node type, or None: also for
+        libcst's typed stubs (marked no-op: a visit that returns None, a leave that returns the
+        updated node), which every CSTTransformer has for every node type (cached per class)."""
+        cache = _DISPATCH.setdefault(type(self), {})
+        key = (prefix, type(node), attribute)
+        try:
+            name = cache[key]
+        except KeyError:
+            name = f"{prefix}{type(node).__name__}{'_' + attribute if attribute else ''}"
+            found = getattr(type(self), name, None)
+            name = cache[key] = name if found is not None and not getattr(found, "_is_no_op", False) else None
+        return None if name is None else getattr(self, name)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self._statement_map is not None:
+            self._enter(node)
+        if self._walk_pruner is not None and self._walk_pruner.skips(node):
+            self._skipped = node  # no children are visited: its on_leave comes next
+            return False
+        try:
+            func = self._visits[type(node)]
+        except KeyError:
+            func = self._visits[type(node)] = self._handler("visit_", node)
+        return func is None or func(node) is not False
+
+    def on_leave(self, original_node, updated_node):
+        try:
+            if original_node is self._skipped:
+                self._skipped = None
+                return updated_node
+            try:
+                func = self._leaves[type(original_node)]
+            except KeyError:
+                func = self._leaves[type(original_node)] = self._handler("leave_", original_node)
+            return updated_node if func is None else func(original_node, updated_node)
+        finally:
+            # after the leave_ handler: what it reports about the statement it leaves is laid
+            # out within that statement, not within the (maybe huge) one around it
+            if self._statement_map is not None:
+                self._leave(original_node)
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        if not _attribute_handlers(type(self)):
+            return
+        func = self._handler("visit_", node, attribute)
+        if func is not None:
+            func(node)
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        if not _attribute_handlers(type(self)):
+            return
+        func = self._handler("leave_", original_node, attribute)
+        if func is not None:
+            func(original_node)
+
+    # -- the path, for positions -------------------------------------------------------------
+
+    def _enter(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.IndentedBlock):
+            self._open_blocks.append(node)
+        elif id(node) in self._statement_map.spans and id(node) not in self._statement_map.elifs:
+            self._open_statements.append((node, len(self._open_blocks)))
+
+    def _leave(self, node: cst.CSTNode) -> None:
+        if self._open_blocks and self._open_blocks[-1] is node:
+            self._open_blocks.pop()
+        elif self._open_statements and self._open_statements[-1][0] is node:
+            self._open_statements.pop()
+
+    def _walk_part(self, node: cst.CSTNode, visitor: cst.CSTVisitor, patterns: Sequence[Words], whole: Sequence[cst.CSTNode]) -> None:
+        """`node.visit(visitor)` over the statements on lines of `patterns` and inside `whole`
+        (every statement without patterns, or without a statement map), keeping the path."""
+        if self._statement_map is None:
+            node.visit(visitor)
+            return
+        pruner = None
+        if patterns:
+            lines = self._statement_map.hits(patterns)
+            spans = [self._statement_map.span(statement) for statement in whole]
+            if all(span is not None for span in spans):
+                lines = sorted({*lines, *(line for first, last in spans for line in range(first, last + 1))})
+                pruner = Pruner(self._statement_map, lines)
+        prune_visit(node, visitor, pruner, self._enter, self._leave)
+
+    def _note_statement(self, node: cst.CSTNode) -> None:
+        if self._statement_map is not None and self._open_statements:
+            statement, depth = self._open_statements[-1]
+            self._where[id(node)] = (statement, tuple(self._open_blocks[:depth]))
+
+    def _first_line(self, node: cst.CSTNode) -> int:
+        if self._statement_map is not None and self._open_statements:
+            statement = self._open_statements[-1][0]
+            first, last = self._statement_map.span(statement)
+            if first == last:
+                return first
+            if isinstance(statement, cst.SimpleStatementLine) and statement.body[0] is node:
+                return first  # the statement's first line is its first small statement's
+        return self._position(node)[0]
+
+    def _position(self, node: cst.CSTNode) -> tuple[int, int, int]:
+        found = None
+        if self._statement_map is not None:
+            if self._open_statements:
+                statement, depth = self._open_statements[-1]
+                where = (statement, self._open_blocks[:depth])
+            else:
+                where = self._where.get(id(node))
+            if where is not None:
+                found = self._statement_map.position(where[0], where[1], self._default_indent, node)
+        if found is not None:
+            return found
+        pos = self.get_metadata(PositionProvider, node, None)
+        if pos is None:
+            return (0, 0, 0)
+        return (pos.start.line, pos.end.line, pos.start.column)
