@@ -21,7 +21,7 @@ from codemods.engine.interrupt import Interrupted  # noqa: F401 - raised by migr
 from codemods.engine.runner import Plan, in_processes, run_files
 from codemods.engine.source import SourceError, decode
 from codemods.helpers.context import FileContext
-from codemods.helpers.facts import FileFacts, RepoFacts, collect_facts, file_facts, merge
+from codemods.helpers.facts import BY_NAME, RepoFacts, collect_facts, collectors_for, file_parts, merge_facts
 from codemods.results import FileResult, Problem, Report, Status
 from codemods.versions import NEWEST, OLDEST, Target, format_version, parse_version, target_version
 
@@ -57,7 +57,7 @@ def transform_source(
     """Migrate one module's text (default: every safe and review codemod) for `target_torch`
     (default: the newest torch the tables know)."""
     chosen = registry.select() if specs is None else specs
-    if facts is None and any(s.gate.uses_repo_facts for s in chosen):
+    if facts is None and any(s.reads_repo for s in chosen):
         facts = collect_facts([(path, source)])
     target = target_version(target_torch) if target_torch is not None else NEWEST
     return pipeline.transform_source(source, chosen, FileContext(path=path, facts=facts or RepoFacts(), target_torch=target))
@@ -72,14 +72,17 @@ def _config(paths: Sequence[Path], options: Options) -> Config:
 def _facts(
     files: Iterable[Path], specs: Sequence[registry.Spec], cache_dir: Path | None = None, jobs: int | None = None
 ) -> RepoFacts:
-    """The cheap whole-repo first pass; its files are read in `jobs` processes (it is the one
-    serial step before the parallel pipeline otherwise). Every codemod needs its names: what the
-    repository's star imports and re-exports give a file (RepoFacts.imported_names).
+    """The cheap whole-repo first pass: the collectors `specs` need (helpers/facts/), over every
+    file they read, in `jobs` processes (it is the one serial step before the parallel pipeline
+    otherwise).
 
-    With a cache, the facts of an unchanged set of files are read back instead of recomputed.
+    With a cache, the facts of an unchanged set of files are read back whole; else each
+    unchanged file's parts are, and only the other files are read.
     """
     if not specs:
         return RepoFacts()
+    collectors = collectors_for(specs)
+    names = tuple(collector.name for collector in collectors)
     contents = []
     for path in files:
         try:
@@ -87,29 +90,40 @@ def _facts(
         except OSError:
             continue
     store = Cache(cache_dir) if cache_dir is not None else None
-    key = store.facts_key(contents) if store is not None else None
+    key = store.facts_key(contents, names) if store is not None else None
     cached = store.get_facts(key) if store is not None else None
     if cached is not None:
         return cached
-    jobs = jobs if len(contents) >= _FACTS_POOL_THRESHOLD else 1  # ast is quick: a pool pays off late
-    facts = merge(part for chunk in in_processes(_file_facts, _chunks(contents, jobs), jobs) for part in chunk)
+    keys = [store.parts_key(path, data) for path, data in contents] if store is not None else []
+    parts = [store.get_parts(part_key, names) for part_key in keys] if store is not None else [None] * len(contents)
+    missing = [index for index, found in enumerate(parts) if found is None]
+    jobs = jobs if len(missing) >= _FACTS_POOL_THRESHOLD else 1  # ast is quick: a pool pays off late
+    chunks = _chunks(missing, jobs)
+    work = [(names, [contents[index] for index in chunk]) for chunk in chunks]
+    for chunk, read in zip(chunks, in_processes(_file_parts, work, jobs)):
+        for index, found in zip(chunk, read):
+            parts[index] = found
+            if store is not None and any(part is not None for part in found.values()):
+                store.put_parts(keys[index], found)  # a file that adds nothing is cheap to read again
+    facts = merge_facts(collectors, ((path, found) for (path, _), found in zip(contents, parts)))
     if store is not None:
         store.put_facts(key, facts)
     return facts
 
 
-def _file_facts(contents: list[tuple[str, bytes]]) -> list[tuple[str, FileFacts | None]]:
-    parts = []
+def _file_parts(job: tuple[tuple[str, ...], list[tuple[str, bytes]]]) -> list[dict]:
+    """Each file's parts for the collectors named (all None for a file that does not decode)."""
+    names, contents = job
+    collectors = [BY_NAME[name] for name in names]
+    found = []
     for path, data in contents:
         try:
             text = decode(data).text
         except SourceError:
+            found.append(dict.fromkeys(names))
             continue
-        # a file whose names another may import: star-import sources and torch re-exporters
-        names = "import" in text and ("torch" in text or "import *" in text)
-        if names or "class " in text or "DataParallel" in text or "DataLoader" in text:
-            parts.append((path, file_facts(text)))
-    return parts
+        found.append(file_parts(path, text, collectors))
+    return found
 
 
 def _chunks(items: list, jobs: int | None) -> list[list]:
@@ -139,7 +153,7 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
         root=str(config.source.parent.resolve()) if config.source else None,
         cache_dir=str(cache_dir) if cache_dir is not None else None,
         target=target_for(options, config, paths),
-        era=_era(paths, config, facts) if any(s.gate.uses_era for s in specs) else None,
+        era=_era(paths, config, facts) if any("era" in s.facts for s in specs) else None,
     )
     return plan, config, found.files, problems
 

@@ -35,8 +35,8 @@ from codemods.helpers.context import FileContext
 from codemods.helpers.import_edits import ImportItem
 from codemods.helpers.noqa import is_suppressed
 from codemods.helpers.patterns import Words
-from codemods.helpers.scan import names_taken
-from codemods.helpers.sites import Pruner
+from codemods.helpers.scan import Scan, names_taken
+from codemods.helpers.sites import Pruner, prune_visit
 from codemods.results import Finding
 from codemods.versions import NEWEST, format_version, needed
 
@@ -227,6 +227,17 @@ class MigrationCodemod(Walk):
     def walked_lines(self) -> list[int] | None:
         """The lines this codemod's pruned walk visits; None when it visits every statement."""
         return self._walk_pruner.lines if self._walk_pruner is not None else None
+
+    @property
+    def scan(self) -> Scan | None:
+        """CPython's ast of the text being walked (helpers/scan.py); None without a statement map."""
+        return self._statement_map.scan if self._statement_map is not None else None
+
+    def visit_lines(self, node: cst.CSTNode, visitor: cst.CSTVisitor, lines: list[int]) -> None:
+        """`node.visit(visitor)` over only the statements that span one of `lines` (ascending);
+        every statement without a statement map. Positions are not tracked in it: for surveys
+        that report nothing themselves."""
+        prune_visit(node, visitor, Pruner(self._statement_map, lines) if self._statement_map is not None else None)
 
     def statements(self) -> Iterator[tuple[cst.CSTNode, int, int]]:
         """(statement, first line, last line) for each statement of this text, outer ones first;

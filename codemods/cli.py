@@ -394,27 +394,25 @@ def list_(fmt: str) -> None:
     from codemods.registry import all_specs
 
     if fmt == "json":
-        rows = [{"code": s.code, "name": s.name, "safety": s.kind, "summary": s.summary} for s in all_specs()]
+        rows = [{"code": s.code, "name": s.name, "safety": s.label, "summary": s.summary} for s in all_specs()]
         click.echo(json.dumps(rows, indent=2))
         return
     for spec in all_specs():
-        click.echo(f"{spec.code}  {spec.name:<26} {spec.kind:<13} {spec.summary}")
+        click.echo(f"{spec.code}  {spec.name:<26} {spec.label:<13} {spec.summary}")
 
 
 @main.command()
 @click.argument("code")
 def explain(code: str) -> None:
     """A codemod's documentation: what, why, example, use instead, fix safety, references."""
-    import inspect
-
-    from codemods import registry
+    from codemods import docs, registry
 
     try:
         spec = registry.get(code)
     except registry.SelectionError as exc:
         raise click.UsageError(str(exc)) from None
-    click.echo(f"{spec.code} {spec.name} ({spec.kind})\n")
-    click.echo(inspect.cleandoc(spec.doc))
+    click.echo(f"{spec.code} {spec.name} ({spec.label})\n")
+    click.echo(docs.page(spec))
 
 
 if __name__ == "__main__":  # pragma: no cover

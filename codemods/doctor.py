@@ -10,9 +10,11 @@ from __future__ import annotations
 import ast
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterator
+
+from codemods.engine.discovery import walk
 
 OK, INFO, WARN, FAIL = "ok", "info", "warn", "fail"
 MiB = 1024 * 1024
@@ -20,7 +22,6 @@ GiB = 1024 * MiB
 MIN_TORCH = (2, 3)  # torch.amp.GradScaler("cuda") and friends, which the codemods write
 SHM_FAIL = 512 * MiB  # below this, worker processes die on ordinary batches (Docker's default: 64 MB)
 SHM_PER_WORKER = 256 * MiB
-SKIP_DIRS = {".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env", "node_modules", "__pycache__", "site-packages", "build", "dist"}
 SHM_FIX = (
     "give the container more shared memory: `docker run --shm-size=8g ...` (or `--ipc=host`); "
     "in docker-compose: `shm_size: \"8gb\"` (or `ipc: host`) on the service; or set num_workers=0"
@@ -68,17 +69,16 @@ class DoctorReport:
 
 
 def probe_torch() -> TorchInfo:
-    """What the torch importable here says about itself (imported lazily: it is slow)."""
-    try:
-        import torch
-    except Exception as exc:  # ImportError, or a broken install raising anything
-        return TorchInfo(installed=False, error=f"{type(exc).__name__}: {exc}")
-    try:
-        available = bool(torch.cuda.is_available())
-        devices = tuple(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())) if available else ()
-    except Exception as exc:
-        return TorchInfo(True, torch.__version__, error=f"CUDA probe failed: {exc}")
-    return TorchInfo(True, str(torch.__version__), available, torch.version.cuda, devices)
+    """What the torch importable here says about itself (imported lazily: it is slow); the same
+    probe `verify` runs in its target interpreter (codemods/torch_probe.py)."""
+    from codemods.torch_probe import describe
+
+    info = describe()
+    if not info["imported"]:
+        return TorchInfo(installed=False, error=info["error"])
+    if info["error"]:
+        return TorchInfo(True, info["torch"], error=f"CUDA probe failed: {info['error']}")
+    return TorchInfo(True, info["torch"], info["cuda_available"], info["cuda_version"], tuple(info["devices"]))
 
 
 def shm_bytes(path: str = "/dev/shm") -> int | None:
@@ -116,13 +116,11 @@ class DockerLaunch:
 
 
 def _files(root: Path) -> Iterator[Path]:
+    """The files doctor reads: discovery's walk (virtualenvs, caches and VCS folders skipped)."""
     if root.is_file():
         yield root
         return
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        for name in sorted(filenames):
-            yield Path(dirpath) / name
+    yield from walk(root)
 
 
 def _read(path: Path) -> str | None:

@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from codemods import pins
+from codemods import pins, specifiers
+from codemods.engine.discovery import discover
 from codemods.versions import RELEASES, Version, format_version
 
 
@@ -95,16 +96,16 @@ def _next(version: Version) -> Version:
 def lowest_allowed(specifier: str, style: str = "pep") -> Version | None:
     """The oldest release line `specifier` allows; None when it is unreadable, says nothing, or
     has no lower bound (it allows the oldest release the tables know, 0.1: nobody writes for it)."""
-    parsed = pins.parse_specifier(specifier, style)
+    parsed = specifiers.parse_specifier(specifier, style)
     if parsed is None or parsed == [[]]:
         return None
     for line in RELEASES:
-        if pins.allows(line, parsed):
+        if specifiers.allows(line, parsed):
             return None if line == RELEASES[0] and not _names_oldest(parsed) else line
     return None
 
 
-def _names_oldest(alternatives: list[list[pins.Clause]]) -> bool:
+def _names_oldest(alternatives: list[list[specifiers.Clause]]) -> bool:
     return any(c.op in ("==", ">=", ">") and c.release[:2] == RELEASES[0] for clauses in alternatives for c in clauses)
 
 
@@ -268,23 +269,12 @@ def era_of_text(text: str, label: str = "this file") -> Era | None:
     return era_of_idioms([(label, text)])
 
 
-_SKIP_DIRS = {".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "env", "node_modules", "site-packages", "__pycache__", "build", "dist"}
-
-
 def _python_files(root: Path) -> Iterator[tuple[str, str]]:
+    """(label, text) of the `.py` files a run over `root` covers (discovery's walk and skip list)."""
     if root.is_file():
         yield root.name, root.read_text(encoding="utf-8", errors="replace")
         return
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
-        for name in sorted(files):
-            if name.endswith(".py"):
-                path = Path(folder) / name
-                try:
-                    text = path.read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    continue
-                yield Path(os.path.relpath(path, root)).as_posix(), text
+    yield from _read(discover([root], suffixes=(".py",)).files, root)
 
 
 def _read(files: Iterable[Path], root: Path) -> Iterator[tuple[str, str]]:
@@ -305,8 +295,8 @@ def _read(files: Iterable[Path], root: Path) -> Iterator[tuple[str, str]]:
 def detect_era(root: Path, files: Iterable[Path] | None = None, facts=None) -> Era | None:
     """The era of the repository at `root` (a folder or one file): its pins, else the idioms of
     its `.py` files (`files`, e.g. the ones the run discovered, honouring its excludes; else
-    every `.py` under `root` outside virtual environments, build and hidden folders), else None
-    (unknown)."""
+    every `.py` a run over `root` would cover: outside virtual environments, caches, build
+    folders and what git ignores), else None (unknown)."""
     pinned = era_of_pins(root)
     if pinned is not None:
         return pinned

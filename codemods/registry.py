@@ -56,16 +56,21 @@ PIPELINE: tuple[Spec, ...] = (
     # `F.upsample` an `F.interpolate` (0.4.1 or newer: today's default) could not be told from
     # a 0.3 `upsample`.
     era_defaults.SPEC,
+    # TM001 by code: it edits loss keywords, which TM003 reads in either spelling.
     loss_reduction.SPEC,
+    # TM002 before TM003/TM006/TM010: the codemods after it read values without `Variable(...)`.
     variable_removal.SPEC,
     # After TM002: `Variable(loss).data[0]` must first lose its wrapper to be seen as a loss.
     scalar_item.SPEC,
+    # TM004 before TM010, which may find its `custom_fwd` already torch.amp's.
     amp_namespace.SPEC,
+    # TM005 by code: it adds a keyword to checkpoint calls, which no other codemod reads.
     checkpoint_reentrant.SPEC,
     # TM006 after TM002/TM003: `Variable(...)` wrappers are gone, so argument positions are final.
     deprecated_api.SPEC,
     # TM007 and TM008 after TM006: the deprecated-API table may rename a name these then move.
     torch_six.SPEC,
+    # TM008 after TM007 by code: they move different names.
     removed_internals.SPEC,
     # TM009 reads torchvision's builders only; no torch codemod before or after it reads them.
     # Its emits are the torchvision entries of torch_minimums.json, generated with its table.
@@ -75,11 +80,14 @@ PIPELINE: tuple[Spec, ...] = (
     autograd_function.SPEC,
     # Before TM101: the `torch.cuda.BoolTensor(n)` it may write is one TM101 turns into `torch.empty(...)`.
     bool_masks.SPEC,
+    # TM012 by code: the overloads it reorders (`add_(-lr, grad)`) no other codemod reads.
     scalar_first.SPEC,
     # Before TM101: `loss.backward(retain_variables=True)` is torch 0.3's; nothing else reads it.
     removed_keywords.SPEC,
     # TM014 after the TM00x/TM01x table codemods: it moves names none of them reads.
     moved_apis.SPEC,
+    # TM1xx after the TM0xx codemods, which modernise the names the device code is written with;
+    # TM101 first of them: TM102 and TM103 read the `.to(device)` it writes.
     cuda_to_device.SPEC,
     # after TM101: a load it rewrote to `.to(device)` first (`torch.load(f).cuda()`) keeps that move
     load_map_location.SPEC,
@@ -103,13 +111,13 @@ PIPELINE: tuple[Spec, ...] = (
 # Findings-only checks (TM9xx): they rewrite nothing. They run before the codemods, so that their
 # line numbers point into the file as its author wrote it (a codemod may add lines, e.g. TM101's
 # `device = ...`). Kept out of PIPELINE, whose every entry rewrites something, but selected,
-# listed and explained like the codemods.
+# listed and explained like the codemods. Among themselves by code: none reads another's output.
 CHECKS: tuple[Spec, ...] = (
     missing_detach.SPEC,
     empty_cache_without_del.SPEC,
     softmax_without_dim.SPEC,
     explicit_cuda_index.SPEC,
-    # TM905-TM907: TorchFix's findings (issue 16), each with its way out; after TM904, by code.
+    # TM905-TM908: the cases TorchFix reports, each with its way out.
     removed_apis.SPEC,
     numerics.SPEC,
     performance_hints.SPEC,

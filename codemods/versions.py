@@ -2,7 +2,7 @@
 
 A migration has a *target*: the torch release its output must run on (`--target-torch`). Every
 symbol a codemod can emit has a minimum torch (codemods/data/torch_minimums.json); a rewrite whose
-output needs a newer torch than the target is held back with a finding (helpers/codemod.py).
+output needs a newer torch than the target is held back with a finding (codemods/base.py).
 Plain data and no libcst import: the CLI and the config read this before anything is parsed.
 """
 

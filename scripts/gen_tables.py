@@ -69,7 +69,7 @@ def legacy_tensor_types() -> dict:
 # deprecated `nn.init` alias) and checks each entry against the installed torch.
 # handler: "rename" (generic: new name, `positional` old order, `keyword_from` = the first old
 # positional that the replacement only takes by keyword, `rename` keywords, `add` [keyword, source] pairs, in order), a
-# special rewrite in codemods/transforms/deprecated_api.py, or "finding" (never rewritten).
+# special rewrite in codemods/transforms/deprecated_api/, or "finding" (never rewritten).
 _DOCS = "https://pytorch.org/docs/stable/"
 _LINALG = "https://github.com/pytorch/pytorch/issues/70081"
 DEPRECATED: dict[str, dict] = {

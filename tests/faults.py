@@ -19,7 +19,7 @@ from typing import Mapping
 import libcst as cst
 
 from codemods import registry
-from codemods.helpers.codemod import MigrationCodemod
+from codemods.base import MigrationCodemod
 
 CODE, NAME = "TM099", "test-fault"
 

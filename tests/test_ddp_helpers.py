@@ -52,3 +52,32 @@ def test_helpers_run_as_one_process_without_torchrun(monkeypatch) -> None:
     assert not torch.distributed.is_initialized()
     monkeypatch.setenv("RANK", "1")
     assert not namespace["is_main_process"]()
+
+
+def test_the_helpers_are_the_functions_of_the_runtime_module_in_its_order() -> None:
+    """codemods/runtime/ddp_helpers.py is what a migrated file gets: each helper copied verbatim."""
+    import ast
+    import inspect
+
+    pytest.importorskip("torch")
+    from codemods.runtime import ddp_helpers
+
+    defined = [n.name for n in ast.parse(inspect.getsource(ddp_helpers)).body if isinstance(n, ast.FunctionDef)]
+    assert list(ddp.ORDER) == defined
+    for name in ddp.ORDER:
+        assert ddp._SOURCES[name] == "\n" + inspect.getsource(getattr(ddp_helpers, name)), name
+
+
+def test_each_helper_needs_only_the_imports_and_helpers_it_declares() -> None:
+    """A copied helper runs in the user's file: what it reads at module level must be an import
+    `imports_for` adds, or a helper `closure` copies with it."""
+    import ast
+    import builtins
+
+    for name in ddp.ORDER:
+        func = ast.parse(ddp._SOURCES[name]).body[0]
+        local = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
+        local |= {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        read = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        free = read - local - set(dir(builtins))
+        assert free <= ddp.imports_for({name}) | (ddp.closure({name}) - {name}), name

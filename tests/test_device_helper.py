@@ -8,13 +8,14 @@ import pytest
 from codemods import registry
 from codemods.engine.pipeline import transform_source as run_pipeline
 from codemods.helpers import device as dev
-from codemods.helpers.codemod import FileContext
+from codemods.helpers.bindings import collect_scopes
+from codemods.base import FileContext
 from codemods.helpers.names import Imports
 
 
 def _plan(source: str, preferred: str = "device") -> dev.DevicePlan:
     module = cst.parse_module(source)
-    return dev.plan_device(module, dev.collect_scopes(module), Imports.of(module), preferred)
+    return dev.plan_device(module, collect_scopes(module), Imports.of(module), preferred)
 
 
 @pytest.mark.parametrize(
@@ -42,7 +43,7 @@ def test_module_device_name_finds_what_tm101_defined() -> None:
         "import torch\ndevice = 'cuda:1'\nx = torch.zeros(1).cuda()\n", [registry.get("TM101")]
     ).code
     module = cst.parse_module(migrated)
-    assert dev.module_device_name(module, "device", dev.collect_scopes(module)) == "torch_device"
+    assert dev.module_device_name(module, "device", collect_scopes(module)) == "torch_device"
     assert dev.module_device_name(cst.parse_module("import torch\n")) is None
 
 

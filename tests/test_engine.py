@@ -12,7 +12,7 @@ import pytest
 from codemods import registry
 from codemods.api import Options, migrate, transform_source
 from codemods.engine import pipeline
-from codemods.helpers.codemod import MigrationCodemod
+from codemods.base import MigrationCodemod
 from codemods.results import Status
 
 LEGACY = "import torch.nn as nn\ncriterion = nn.MSELoss(size_average=False)\n"

@@ -15,8 +15,8 @@ import libcst.matchers as m
 import pytest
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
-from codemods.helpers import codemod as base
-from codemods.helpers.codemod import CodemodContext, FileContext, MigrationCodemod
+from codemods import base
+from codemods.base import CodemodContext, FileContext, MigrationCodemod
 from codemods.helpers.names import Imports, _ImportCollector, walk_statements
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,10 +110,10 @@ def test_statement_import_scan_equals_a_full_visit(name: str, text: str) -> None
 def test_statement_class_scan_equals_a_full_visit(name: str, text: str) -> None:
     """TM101's class collector reads statements only (walk_statements): the same classes,
     bases, `cuda` definitions and `self.x = ...` values as a full visit."""
-    from codemods.transforms.cuda_to_device import _ClassCollector
+    from codemods.transforms.cuda_to_device import ClassCollector
 
     module = cst.parse_module(text)
-    walked, visited = _ClassCollector(), _ClassCollector()
+    walked, visited = ClassCollector(), ClassCollector()
     walk_statements(module.body, walked)
     module.visit(visited)
     assert walked.classes == visited.classes

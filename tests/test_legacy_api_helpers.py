@@ -7,9 +7,9 @@ import pytest
 
 from codemods import registry
 from codemods.api import transform_source
-from codemods.helpers.keywords import append_args, keyword_arg
+from codemods.helpers.arguments import append_args, keyword_arg
 from codemods.helpers.spelling import import_forms
-from codemods.transforms.deprecated_api import provably_int, shifted
+from codemods.transforms.deprecated_api.expressions import provably_int, shifted
 from tests.conftest import FIXTURES
 
 CODES = ("TM004", "TM006", "TM301")

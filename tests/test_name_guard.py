@@ -20,7 +20,7 @@ import pytest
 from codemods import registry
 from codemods.api import Options, migrate, transform_source
 from codemods.engine import name_guard
-from codemods.helpers.codemod import MigrationCodemod
+from codemods.base import MigrationCodemod
 from tests.conftest import FIXTURES
 from tests.test_fixtures import _expected_findings
 
@@ -191,7 +191,7 @@ def test_each_guarded_kind_is_caught_and_the_change_dropped_with_a_finding(code:
 
 def _unguarded_output(source: str, code: str) -> str:
     """What the codemod alone makes of `source`, without the engine's guard."""
-    from codemods.helpers.codemod import CodemodContext
+    from codemods.base import CodemodContext
 
     return FAULTS[code].codemod(CodemodContext()).transform_module(cst.parse_module(source)).code
 

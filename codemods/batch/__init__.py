@@ -7,8 +7,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,6 +15,7 @@ from typing import Callable, Iterator
 from codemods import __version__
 from codemods.batch.manifest import ManifestError, RepoEntry, load_manifest
 from codemods.batch.runner import DONE, FAILED, MIGRATED, UNCHANGED, BatchSettings, RepoResult, process_plain
+from codemods.engine.writer import replace_atomically
 
 __all__ = ["run_batch", "BatchOutcome", "ManifestError", "RepoResult"]
 
@@ -53,10 +52,7 @@ def _load_state(workdir: Path) -> dict:
 
 
 def _save_state(workdir: Path, state: dict) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".state.", dir=workdir)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(state, handle, indent=2)
-    os.replace(tmp, workdir / STATE)
+    replace_atomically(workdir / STATE, json.dumps(state, indent=2).encode("utf-8"), prefix=".state.")
 
 
 def _local(payloads: list[tuple[dict, dict]], jobs: int) -> Iterator[dict]:

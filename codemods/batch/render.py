@@ -3,14 +3,7 @@
 from __future__ import annotations
 
 from codemods import registry
-from codemods.batch.runner import RepoResult
-
-DDP_NOTE = (
-    "TM103 rewrote `nn.DataParallel` into DDP scaffolding. `python train.py` behaves as before "
-    "(one process); launch multi-GPU training with `torchrun --nproc_per_node=N train.py`. "
-    "`batch_size` is now **per process**: divide it by N to keep the global batch size."
-)
-
+from codemods.batch.result import RepoResult
 
 def _outcomes(counts: dict[str, int] | None) -> str:
     if not counts:
@@ -43,8 +36,10 @@ def markdown_report(result: RepoResult, diffstat: str, checked, report) -> str:
         out += ["## Changes", "", "```", diffstat, "```", ""]
     if result.rewrites:
         out += ["## Codemods applied", "", *_codemod_rows(result.rewrites), ""]
-    if "TM103" in result.rewrites:
-        out += ["## Launching with DDP", "", DDP_NOTE, ""]
+    for spec in registry.all_specs():
+        if spec.report_note is not None and spec.code in result.rewrites:
+            heading, note = spec.report_note
+            out += [f"## {heading}", "", note, ""]
     if report is not None and report.findings:
         out += ["## To review", ""]
         for f in report.findings:

@@ -7,15 +7,16 @@ import json
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from codemods import __version__, registry
+from codemods import registry
 from codemods.batch import git
 from codemods.batch.manifest import RepoEntry
+from codemods.batch.render import markdown_report
+from codemods.batch.result import DONE, FAILED, MIGRATED, REGRESSIONS, UNCHANGED, RepoResult
 
-MIGRATED, UNCHANGED, REGRESSIONS, FAILED = "migrated", "unchanged", "regressions", "failed"
-DONE = (MIGRATED, UNCHANGED, REGRESSIONS)
+__all__ = ["BatchSettings", "RepoResult", "process_repo", "process_plain", "DONE", "FAILED", "MIGRATED", "REGRESSIONS", "UNCHANGED"]
 
 
 @dataclass(frozen=True)
@@ -24,40 +25,6 @@ class BatchSettings:
     verify: bool = True
     allow_regressions: bool = False
     push: bool = False
-
-
-@dataclass
-class RepoResult:
-    name: str
-    source: str
-    status: str = FAILED
-    message: str = ""
-    branch: str = ""
-    commit: str | None = None
-    base: str | None = None
-    files_changed: int = 0
-    rewrites: dict[str, int] = field(default_factory=dict)
-    findings: int = 0
-    problems: list[str] = field(default_factory=list)
-    tests_before: dict[str, int] | None = None
-    tests_after: dict[str, int] | None = None
-    tests_baseline: dict[str, int] | None = None  # with before-python: the original code on the target torch
-    torch: dict[str, str | None] = field(default_factory=dict)  # side -> its torch version
-    target: str | None = None  # "torch 1.13 (requirements.txt: torch==1.13.1)": what the migration is for
-    target_warning: str | None = None  # the target is newer than the repository's pin
-    era: str | None = None  # the torch the code was written for (TM015's defaults)
-    unfixed: list[str] = field(default_factory=list)  # passed before; the torch upgrade broke them
-    untouched: list[str] = field(default_factory=list)  # the files of `problems`, relative to the repository
-    regressions: list[str] = field(default_factory=list)
-    culprits: list[str] = field(default_factory=list)
-    pushed_to: str | None = None
-    report_dir: str | None = None
-    seconds: float = 0.0
-    fingerprint: str = ""
-    tool_version: str = __version__
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _commit_message(result: RepoResult, verdict: str) -> str:
@@ -77,16 +44,21 @@ def _counts(side) -> dict[str, int] | None:
 
 
 def _verify_and_apply(clone: Path, entry: RepoEntry, settings: BatchSettings, result: RepoResult):
-    """Verify, then write the verified migration into the clone. Returns (migration report, verdict, verify report)."""
+    """Verify, then write the verified migration into the clone. Returns (migration report, verdict, verify report).
+
+    The migration is written by `apply_verified`, as `run --verify` writes it: the verified copy's
+    own bytes (never a second migration), checked against their digests, and refused when a file
+    changed since the copy was taken. Only `--no-verify` migrates the clone directly.
+    """
     from codemods.api import Options, migrate
-    from codemods.versions import format_version
 
     selection = dict(select=entry.select, ignore=entry.ignore, unsafe=entry.unsafe)
     if not settings.verify:
         report = migrate([str(clone)], Options(mode="write", target_torch=entry.target_torch, **selection))
         result.target, result.target_warning, result.era = str(report.target), report.target_warning, report.era
         return report, "not verified (--no-verify)", None
-    from codemods.verify import VerifyOptions, verify
+    from codemods.verify import VerifyOptions, apply_verified, verify
+    from codemods.verify.model import ERROR, UNCHANGED as NOTHING_TO_MIGRATE
 
     options = VerifyOptions(
         tests=entry.tests, probe=entry.probe, python=entry.python, before_python=entry.before_python,
@@ -95,7 +67,7 @@ def _verify_and_apply(clone: Path, entry: RepoEntry, settings: BatchSettings, re
     checked = verify(clone, options)
     if checked.target is not None:
         result.target, result.target_warning = str(checked.target), checked.target_warning
-    if checked.status == "error":
+    if checked.status == ERROR:
         raise RuntimeError(f"verification could not run: {checked.message}")
     sides = {s.label: s for s in checked.sides}
     result.tests_before, result.tests_after = _counts(sides.get("before")), _counts(sides.get("after"))
@@ -108,10 +80,14 @@ def _verify_and_apply(clone: Path, entry: RepoEntry, settings: BatchSettings, re
     if checked.regressions or (checked.probe is not None and checked.probe.regression):
         if not settings.allow_regressions:
             return checked.migration, checked.message, checked
-    # The verified target, whatever it was derived from (the interpreter's torch is verify's alone).
-    target = format_version(checked.target.version) if checked.target is not None else entry.target_torch
-    report = migrate([str(clone)], Options(mode="write", target_torch=target, **selection))
-    return report, checked.message, checked
+    if checked.status == NOTHING_TO_MIGRATE:
+        return checked.migration, checked.message, checked
+    applied = apply_verified(clone, checked, options, allow_regressions=settings.allow_regressions)
+    if not applied.complete:
+        if applied.written:  # leave the clone as it was cloned: the next run re-clones a clean tree
+            git.git(clone, "checkout", "--", ".")
+        raise RuntimeError(f"verified, but {applied.message.removeprefix('nothing written: ')}")
+    return applied.migration, checked.message, checked
 
 
 def process_repo(entry: RepoEntry, settings: BatchSettings) -> RepoResult:
@@ -140,7 +116,7 @@ def process_repo(entry: RepoEntry, settings: BatchSettings) -> RepoResult:
             result.rewrites = dict(report.rewrites)
             result.findings = len(report.findings)
             # Paths relative to the repository: the clone's location is an accident of the work dir.
-            problems = [replace(p, path=os.path.relpath(p.path, clone)) for p in report.problems]
+            problems = [replace(p, path=_in_repository(p.path, clone)) for p in report.problems]
             result.problems = [str(p) for p in problems]
             result.untouched = list(dict.fromkeys(p.path for p in problems))
         # Unfixed tests (broken by the torch upgrade, passing in no copy of the target) do not hold
@@ -177,6 +153,11 @@ def process_repo(entry: RepoEntry, settings: BatchSettings) -> RepoResult:
         if fresh and not done:  # interrupted: leave nothing half-done behind
             shutil.rmtree(clone, ignore_errors=True)
     return result
+
+
+def _in_repository(path: str, clone: Path) -> str:
+    """A report's path relative to the repository (a verified migration's paths already are)."""
+    return os.path.relpath(path, clone) if os.path.isabs(path) else path
 
 
 def _check_source(entry: RepoEntry) -> None:
@@ -243,8 +224,6 @@ def _replaceable_branch(clone: Path, entry: RepoEntry, target: str | None) -> st
 
 
 def _write_reports(report_dir: Path, result: RepoResult, clone: Path, checked, report) -> None:
-    from codemods.batch.render import markdown_report
-
     report_dir.mkdir(parents=True, exist_ok=True)
     stat = git.diffstat(clone, result.base) if result.commit else ""
     (report_dir / "REPORT.md").write_text(markdown_report(result, stat, checked, report), encoding="utf-8")

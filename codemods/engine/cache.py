@@ -10,6 +10,8 @@ Key: sha256 of the cache format, the tool version and a digest of the tool's own
 files (so an edited codemod never serves stale results, even at the same version), the file's
 display path (findings and diffs name it; repo facts are keyed by it), the selected codes in
 order, the device name, the repo facts when a selected codemod reads them, and the file's bytes.
+The repo facts have entries of their own (under facts/): the facts of an exact set of files, and
+each file's parts of them, one per collector (helpers/facts/), keyed by its path and digest.
 The mode is not in the key: the entry holds the migrated text, so a `--diff` run warms the cache
 for a later write run, which still writes the file.
 
@@ -23,12 +25,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
+from codemods.engine.writer import replace_atomically
 from codemods.helpers.facts import RepoFacts
 from codemods.results import Finding, Problem, Status
 
@@ -152,24 +154,17 @@ class Cache:
                 )
             path.parent.mkdir(parents=True, exist_ok=True)
             payload = json.dumps(record, separators=(",", ":"))
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
-                    handle.write(payload)
-                os.replace(tmp, path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            replace_atomically(path, payload.encode("utf-8", "surrogateescape"), prefix=".tmp-")
         except (OSError, ValueError, TypeError):
             self.writable = False  # read-only tree, full disk, ...: run on without a cache
 
-    # -- the whole-repo facts (api._facts): one entry per exact set of files and contents ----
+    # -- the whole-repo facts (api._facts) ---------------------------------------------------
+    # Two kinds of entry, both under facts/: the facts of an exact set of files and contents (a
+    # warm run reads one entry), and each file's parts, one per collector (after an edit, only
+    # the edited files are read again).
 
-    def facts_key(self, contents: Sequence[tuple[str, bytes]]) -> str:
-        digest = hashlib.sha256(f"facts\0{tool_digest()}\0".encode())
+    def facts_key(self, contents: Sequence[tuple[str, bytes]], collectors: Sequence[str] = ()) -> str:
+        digest = hashlib.sha256(f"facts\0{tool_digest()}\0{','.join(collectors)}\0".encode())
         for path, data in contents:
             digest.update(path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(data).digest())
         return digest.hexdigest()
@@ -189,3 +184,30 @@ class Cache:
         if not all(isinstance(v, frozenset) and all(isinstance(x, str) for x in v) for v in values):
             return  # a fact that is not a set of names: not cached (recomputed each run)
         self._write(key, {"key": key, "facts": {k: sorted(v) for k, v in asdict(facts).items()}}, "facts")
+
+    def parts_key(self, path: str, data: bytes) -> str:
+        """The key of one file's collector parts: the tool, the path (a collector may read it),
+        the file's digest."""
+        digest = hashlib.sha256(f"parts\0{tool_digest()}\0".encode())
+        digest.update(path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(data).digest())
+        return digest.hexdigest()
+
+    def get_parts(self, key: str, collectors: Sequence[str]) -> dict | None:
+        """The file's part for each collector named, or None unless the entry holds all of them."""
+        parts = self._parts(key)
+        if parts is None or not all(name in parts for name in collectors):
+            return None  # missing, corrupt, or made for other collectors: recompute
+        return {name: parts[name] for name in collectors}
+
+    def put_parts(self, key: str, parts: dict) -> None:
+        """Store the file's parts beside those other collectors left in its entry."""
+        self._write(key, {"key": key, "parts": {**(self._parts(key) or {}), **parts}}, "facts")
+
+    def _parts(self, key: str) -> dict | None:
+        try:
+            raw = json.loads(self._path(key, "facts").read_bytes())
+            if not isinstance(raw, dict) or raw.get("key") != key or not isinstance(raw.get("parts"), dict):
+                raise ValueError("not this key's entry")
+            return raw["parts"]
+        except Exception:  # missing or corrupt: a miss
+            return None

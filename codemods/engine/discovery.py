@@ -7,7 +7,7 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 SKIP_DIRS = frozenset(
     {
@@ -38,8 +38,8 @@ def _excluded(rel: str, patterns: Sequence[str]) -> bool:
     return False
 
 
-def _skipped_dir(path: Path, name: str) -> bool:
-    return name in SKIP_DIRS or (path / "pyvenv.cfg").exists()
+def _skipped_dir(path: Path, name: str, skip: frozenset[str] = SKIP_DIRS) -> bool:
+    return name in skip or (path / "pyvenv.cfg").exists()  # every virtualenv has one at its top
 
 
 def _git_listing(directory: Path) -> list[str] | None:
@@ -64,15 +64,25 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
+def walk(
+    directory: Path, skip: frozenset[str] = SKIP_DIRS, onerror: Callable[[OSError], None] | None = None
+) -> Iterator[Path]:
+    """Every file under `directory` (each folder's files in name order, then its subfolders),
+    minus folders named in `skip` and virtualenvs; links to folders are not followed.
+
+    The one walk of a tree outside git: discovery, the era's idiom scan and verify's copies."""
+    for current, dirs, files in os.walk(directory, onerror=onerror, followlinks=False):
+        here = Path(current)
+        dirs[:] = sorted(d for d in dirs if not _skipped_dir(here / d, d, skip))
+        for name in sorted(files):
+            yield here / name
+
+
 def _walk(directory: Path, found: Discovered) -> Iterable[Path]:
     def onerror(exc: OSError) -> None:
         found.unreadable.append((Path(exc.filename or directory), exc.strerror or str(exc)))
 
-    for current, dirs, files in os.walk(directory, onerror=onerror, followlinks=False):
-        here = Path(current)
-        dirs[:] = sorted(d for d in dirs if not _skipped_dir(here / d, d))
-        for name in sorted(files):
-            yield here / name
+    return walk(directory, onerror=onerror)
 
 
 def _named_rel(path: Path, root: Path | None) -> str:

@@ -93,7 +93,7 @@ class Breakage:
 _UNPARSED = Breakage("undefined-name", "<the whole file: it no longer parses>", 0)
 
 # Known defects, tolerated until their codemods are fixed (each leaves the import of what it
-# rewrote away unused; reported on issue 15): code -> the kinds not held against it. Only
+# rewrote away unused): code -> the kinds not held against it. Only
 # import hygiene is ever listed here, never a kind that makes code crash.
 PENDING: dict[str, frozenset[str]] = {}  # none left: TM103 retires the `nn` import it left unused
 

@@ -228,8 +228,8 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
         return Result(code=original, parsed=True, findings=found, problem=Problem(file.path, 0, reason))
 
     # The output guard: never hand back code that CPython does not parse and compile. (libcst
-    # re-reading its own output, once part of the guard, cost 11 s of the corpus's 88: as much as
-    # parsing the inputs of the changed files. What libcst writes from a tree it parsed, it reads:
+    # re-reading its own output, once part of the guard, cost as much as parsing the inputs of
+    # the changed files again. What libcst writes from a tree it parsed, it reads:
     # the idempotence tests re-run every fixture's and corpus file's output through the pipeline.)
     error = _compile_error(code, file.path)
     if error is not None:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from codemods.era import Era
 
 # multiprocessing and concurrent.futures are imported where a pool starts: a run of a handful of
-# files never starts one (issue 18: every import is paid by every small run).
+# files never starts one (every import is paid by every small run, pre-commit's among them).
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -98,7 +98,7 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
         return None
     key = outcome = source = None
     if cache is not None:
-        uses_facts = any(s.gate.uses_repo_facts for s in specs)
+        uses_facts = any(s.reads_repo for s in specs)
         names = "" if uses_facts else names_key(plan.facts, display)  # the whole facts already hold them
         key = cache.key(
             data, display, [s.code for s in specs], plan.device_name, plan.facts if uses_facts else None,

@@ -132,10 +132,6 @@ class Walk(cst.CSTTransformer):
         self._visits: dict[type, Callable | None] = {}
         self._leaves: dict[type, Callable | None] = {}
 
-    # Until every codemod reads these through MigrationCodemod's survey methods.
-    sites = property(lambda self: self._statement_map, lambda self, value: setattr(self, "_statement_map", value))
-    pruner = property(lambda self: self._walk_pruner, lambda self, value: setattr(self, "_walk_pruner", value))
-
     # -- what the engine calls -------------------------------------------------------------
 
     def _prepare(self, sites: Sites | None, words: Sequence[Words] | None) -> None:

@@ -1,4 +1,6 @@
-"""Atomic, mode-preserving writes: a reader never sees half a file, a crash never leaves one."""
+"""Atomic writes, the one way the tool replaces a file: a reader never sees half a file, a crash never
+leaves one. `replace_atomically` is the rename itself (the cache and batch's state file use it);
+`write_atomic` is how a migrated source file is written (read-only refused, mode and owner kept)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 
 class ReadOnly(OSError):
@@ -21,6 +24,34 @@ def read_only(path: Path) -> bool:
     return not stat.S_IMODE(path.stat().st_mode) & 0o222 or not os.access(path, os.W_OK)
 
 
+def replace_atomically(
+    target: Path, data: bytes, prefix: str, suffix: str = "", durable: bool = False, prepare: Callable[[str], None] | None = None
+) -> None:
+    """Put `data` in a temp file beside `target` (`prefix`/`suffix` name it), then rename it over
+    `target`: a reader sees the old content or the new, never half of it.
+
+    `durable` syncs the data to disk before the rename (a crash then leaves the old file or the
+    new one, not an empty one). `prepare(temp_path)` runs before the rename (modes, owners). On
+    any failure the temp file is removed and the error raised; `target` is untouched.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        if prepare is not None:
+            prepare(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace `path`'s content with `data` via a temp file in the same directory and a rename.
 
@@ -32,21 +63,12 @@ def write_atomic(path: Path, data: bytes) -> None:
     if read_only(target):
         raise ReadOnly(f"{target} is read-only")
     info = target.stat()
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tm-tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+
+    def keep_mode_and_owner(tmp: str) -> None:
         _keep_owner(tmp, info)
         os.chmod(tmp, stat.S_IMODE(info.st_mode))
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+
+    replace_atomically(target, data, prefix=f".{target.name}.", suffix=".tm-tmp", durable=True, prepare=keep_mode_and_owner)
 
 
 def _keep_owner(tmp: str, info: os.stat_result) -> None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from codemods.helpers.patterns import Words
 
 if TYPE_CHECKING:
-    from codemods.helpers.codemod import MigrationCodemod
+    from codemods.base import MigrationCodemod
     from codemods.helpers.facts import RepoFacts
     from codemods.helpers.scan import Scan
 
@@ -34,7 +34,7 @@ _DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def data_table(name: str) -> Any:
     """A JSON table of codemods/data/ (package data, installed beside the modules), read as a
-    file: `importlib.resources` would cost a few ms of imports on every run (issue 18)."""
+    file: `importlib.resources` would add its imports to every run, the shortest among them."""
     with open(os.path.join(_DATA, name), encoding="utf-8") as handle:
         return json.load(handle)
 
@@ -46,8 +46,6 @@ class Gate:
     sites: tuple[str, ...] = ()
     """Regexes for statements to visit besides the trigger lines (with the codemod's PRUNE), and
     for its AST gate to read."""
-    uses_repo_facts: bool = False
-    """Ask the engine for the whole-repo first pass (helpers/facts.py)."""
     applies: Callable[[str, RepoFacts], bool] | None = None
     """A file-level gate after the trigger regexes, with the repo facts at hand: the triggers say
     "this text may need me"; a codemod whose decision also depends on the whole repository (or on
@@ -57,9 +55,6 @@ class Gate:
     one of the codemod's sites, given the repo's facts. Must never say no to a file the codemod
     would change or report on: a superset of its decisions, from the ast (`Scan.nodes`,
     `Scan.qualified`). None: no AST gate."""
-    uses_era: bool = False
-    """Ask the engine for the torch the repository's code was written for (codemods/era.py),
-    handed to every file as FileContext.era."""
 
 
 NO_GATE = Gate()
@@ -104,6 +99,14 @@ class Spec:
     """One line: what it rewrites or reports (`list`, the README's table)."""
     gate: Gate = NO_GATE
     """What else decides, before parsing, whether it can act on a file."""
+    facts: tuple[str, ...] = ()
+    """The repository facts it reads (`self.file.facts.<name>`: the collectors of helpers/facts/),
+    and "era" for the torch the repository's code was written for (`self.file.era`,
+    codemods/era.py). A run gathers only the facts its codemods declare (and those the engine
+    reads for every file); tests/test_facts_collectors.py runs each codemod with only its own."""
+    report_note: tuple[str, str] | None = None
+    """(heading, text): what a pull request carrying its rewrites tells the reviewer (batch's
+    REPORT.md), beyond the list of changes."""
     emits: tuple[str, ...] = ()
     """The torch symbols newer than the oldest target (keys of codemods/data/torch_minimums.json)
     that its rewrites may write: where the target lacks one, that rewrite is held back with a
@@ -154,20 +157,40 @@ class Spec:
 
         return tuple(sorted(((s, needed(s) or (1, 0)) for s in self.emits), key=lambda item: (item[1], item[0])))
 
+    @property
+    def reads_repo(self) -> bool:
+        """Whether it reads facts from other files of the repository (then its per-file cache
+        entries depend on them)."""
+        return any(name != "era" for name in self.facts)
+
     def fires_on(self, text: str) -> bool:
         return any(t.search(text) for t in self.trigger)
 
 
 def _docstring(module: str, name: str) -> str:
-    """Class `name`'s docstring, from the ast of `module`'s source (not imported)."""
-    source = importlib.util.find_spec(module).loader.get_source(module)
-    for node in ast.parse(source).body:
+    """Class `name`'s docstring, from the ast of `module`'s source (nothing imported: a package
+    that re-exports its class, `from .transform import Class`, is followed by its files)."""
+    return _class_docstring(_source_path(module), name, module)
+
+
+def _source_path(module: str) -> str:
+    parent, _, leaf = module.rpartition(".")
+    spec = importlib.util.find_spec(parent)  # imports `parent`'s packages only, never `module`
+    for folder in spec.submodule_search_locations or ():
+        for candidate in (os.path.join(folder, leaf, "__init__.py"), os.path.join(folder, f"{leaf}.py")):
+            if os.path.exists(candidate):
+                return candidate
+    raise LookupError(f"no source for {module}")
+
+
+def _class_docstring(path: str, name: str, module: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == name:
             return ast.get_docstring(node, clean=False) or ""
         if isinstance(node, ast.ImportFrom) and any(alias.name == name and alias.asname is None for alias in node.names):
-            # a package re-exporting its class: `from .transform import Class`
-            is_package = importlib.util.find_spec(module).submodule_search_locations is not None
-            package = module if is_package else module.rpartition(".")[0]
+            package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
             origin = importlib.util.resolve_name("." * node.level + (node.module or ""), package) if node.level else node.module
             return _docstring(origin, name)
     raise LookupError(f"{module} defines no class {name}")

@@ -1,8 +1,9 @@
-"""TM004 amp-namespace, before parsing: its trigger regexes (no libcst; see gates/__init__.py)."""
+"""TM004 amp-namespace: its declaration (SPEC) and trigger regexes (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 
 from codemods.gates import Safety, Spec, Stage
+
 
 def triggers() -> tuple[str, ...]:
     return (

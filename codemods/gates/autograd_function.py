@@ -1,4 +1,4 @@
-"""TM010 autograd-function, before parsing: its trigger regexes and AST gate (no libcst; see gates/__init__.py)."""
+"""TM010 autograd-function: its declaration (SPEC) and trigger regexes and AST gate (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 
@@ -35,9 +35,7 @@ def may_act(scan: Scan, words, facts) -> bool:
     return any(isinstance(node, ast.ClassDef) and _legacy(node, scan) for node in scan.nodes(words))
 
 
-# uses_repo_facts: whether another file imports the class decides its rewrite (a callable wrapper
-# under the old name), so the per-file cache must key on the repository's facts.
-GATE = Gate(may_act=may_act, uses_repo_facts=True)
+GATE = Gate(may_act=may_act)
 
 
 SPEC = Spec(
@@ -47,6 +45,9 @@ SPEC = Spec(
     safety=Safety.REVIEW,
     target="codemods.transforms.autograd_function:AutogradFunction",
     triggers=triggers(),
+    # whether another file imports the class decides its rewrite (a callable wrapper under the
+    # old name), so the per-file cache keys on the repository's facts
+    facts=("imported_names",),
     summary="legacy Function with instance forward/backward -> @staticmethod forward(ctx, ...); Fn(a)(x) -> Fn.apply(x, a)",
     gate=GATE,
 )

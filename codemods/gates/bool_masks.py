@@ -1,4 +1,4 @@
-"""TM011 bool-masks, before parsing: its trigger regexes and the names both halves share (no libcst;
+"""TM011 bool-masks: its declaration (SPEC) and trigger regexes and the names both halves share (no libcst;
 see gates/__init__.py)."""
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
-"""TM005 checkpoint-reentrant, before parsing: its trigger regexes (no libcst; see gates/__init__.py)."""
+"""TM005 checkpoint-reentrant: its declaration (SPEC) and trigger regexes (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 
 from codemods.gates import Safety, Spec, Stage
 
+
 def triggers() -> tuple[str, ...]:
     # Only a file that imports torch's checkpoint module can call it; the bare word "checkpoint"
-    # is in most training scripts (saving one), which made this fire on 165 corpus files.
+    # is in most training scripts (saving one), which made this fire on most of a corpus.
     return (r"utils\.checkpoint", r"utils\s+import\s+\(?[^)\n]*\bcheckpoint")
 
 

@@ -1,10 +1,10 @@
-"""TM101 cuda-to-device, before parsing: its trigger regexes and gate (no libcst; see gates/__init__.py)."""
+"""TM101 cuda-to-device: its declaration (SPEC) and, before parsing, its trigger regexes and gate (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from codemods.gates import Gate, Safety, Spec, Stage, data_table
+from codemods.gates import Safety, Spec, Stage, data_table
 
 
 @lru_cache(maxsize=None)
@@ -18,8 +18,6 @@ def triggers() -> tuple[str, ...]:
     return (r"\.cuda\s*\(", rf"\bcuda\.(?:{types})\b", r"\bfrom\s+torch\.cuda\s+import\b", r"\bimport\s+torch\.cuda\b", r"\bset_default_tensor_type\b")
 
 
-GATE = Gate(uses_repo_facts=True)
-
 
 SPEC = Spec(
     code="TM101",
@@ -28,8 +26,8 @@ SPEC = Spec(
     safety=Safety.SAFE,
     target="codemods.transforms.cuda_to_device:CudaToDevice",
     triggers=triggers(),
+    facts=("module_classes", "cuda_classes"),
     summary="x.cuda() -> x.to(device); torch.cuda.FloatTensor(n) -> torch.empty(n, dtype=..., device=device)",
-    gate=GATE,
     emits=(
         "torch.set_default_device",
     ),

@@ -1,4 +1,4 @@
-"""TM006 deprecated-api, before parsing: its trigger regexes and gate (no libcst; see gates/__init__.py)."""
+"""TM006 deprecated-api: its declaration (SPEC) and, before parsing, its trigger regexes and gate (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TM902 empty-cache-without-del, before parsing: its trigger regexes and gate (no libcst; see gates/__init__.py)."""
+"""TM902 empty-cache-without-del: its declaration (SPEC) and, before parsing, its trigger regexes and gate (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TM015 era-defaults, before parsing: its trigger regexes, its table and AST gate (no libcst; see gates/__init__.py)."""
+"""TM015 era-defaults: its declaration (SPEC) and trigger regexes, its table and AST gate (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def may_act(scan: Scan, words, facts) -> bool:
     return False
 
 
-GATE = Gate(may_act=may_act, uses_era=True)
+GATE = Gate(may_act=may_act)
 
 
 SPEC = Spec(
@@ -68,6 +68,7 @@ SPEC = Spec(
     safety=Safety.REVIEW,
     target="codemods.transforms.era_defaults:EraDefaults",
     triggers=triggers(),
+    facts=("era",),
     summary="F.grid_sample(x, g) in code for torch < 1.3 -> align_corners=True (the old default); >= 1.3: False written out",
     gate=GATE,
     emits=(

@@ -1,4 +1,4 @@
-"""TM201 h5py-lazy-open, before parsing: its trigger regexes and gate (no libcst; see gates/__init__.py)."""
+"""TM201 h5py-lazy-open: its declaration (SPEC) and, before parsing, its trigger regexes and gate (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def may_act(scan: Scan, words, facts) -> bool:
     )
 
 
-GATE = Gate(uses_repo_facts=True, may_act=may_act)
+GATE = Gate(may_act=may_act)
 
 
 SPEC = Spec(
@@ -38,6 +38,7 @@ SPEC = Spec(
     safety=Safety.REVIEW,
     target="codemods.transforms.h5py_lazy_open:H5pyLazyOpen",
     triggers=triggers(),
+    facts=("dataset_classes", "loader_classes"),
     summary="self.f = h5py.File(p) in Dataset.__init__ -> one lazily opened handle per process",
     gate=GATE,
 )

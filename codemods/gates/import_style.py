@@ -1,4 +1,4 @@
-"""TM908 import-style, before parsing: its trigger regexes (no libcst; see gates/__init__.py)."""
+"""TM908 import-style: its declaration (SPEC) and trigger regexes (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TM102 load-map-location, before parsing: its trigger regexes and gate (no libcst; see gates/__init__.py)."""
+"""TM102 load-map-location: its declaration (SPEC) and, before parsing, its trigger regexes and gate (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from codemods.helpers.scan import Scan
 
 def triggers() -> tuple[str, ...]:
     """`torch.load(` in any spelling: the same calls TM301 looks at (a bare `\bload\b` also fired
-    on every `json.load`/`pickle.load` file, 355 of the corpus's 2,398)."""
+    on every `json.load`/`pickle.load` file)."""
     return torch_load()
 
 

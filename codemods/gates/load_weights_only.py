@@ -1,4 +1,4 @@
-"""TM301 load-weights-only, before parsing: its trigger regexes and gate (no libcst; see gates/__init__.py)."""
+"""TM301 load-weights-only: its declaration (SPEC) and, before parsing, its trigger regexes and gate (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 

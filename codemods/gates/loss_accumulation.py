@@ -1,8 +1,9 @@
-"""TM202 loss-accumulation, before parsing: its trigger regexes (no libcst; see gates/__init__.py)."""
+"""TM202 loss-accumulation: its declaration (SPEC) and trigger regexes (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 
 from codemods.gates import Safety, Spec, Stage
+
 
 def triggers() -> tuple[str, ...]:
     """`total += name...` or `total = total + name...`: an addition of something that is not a literal.

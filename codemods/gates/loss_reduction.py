@@ -1,4 +1,4 @@
-"""TM001 loss-reduction, before parsing: its trigger regexes and gate (no libcst; see gates/__init__.py)."""
+"""TM001 loss-reduction: its declaration (SPEC) and, before parsing, its trigger regexes and gate (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 

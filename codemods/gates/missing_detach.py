@@ -1,4 +1,4 @@
-"""TM901 missing-detach, before parsing: its trigger regexes and gate (no libcst; see gates/__init__.py)."""
+"""TM901 missing-detach: its declaration (SPEC) and, before parsing, its trigger regexes and gate (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def may_act(scan: Scan, words, facts) -> bool:
     )
 
 
-GATE = Gate(uses_repo_facts=True, may_act=may_act)
+GATE = Gate(may_act=may_act)
 
 
 SPEC = Spec(
@@ -50,6 +50,7 @@ SPEC = Spec(
     safety=Safety.SAFE,
     target="codemods.transforms.missing_detach:MissingDetach",
     triggers=triggers(),
+    facts=("module_classes",),
     summary="a model's output feeds another model's loss without .detach() (GAN, teacher-student)",
     gate=GATE,
 )

@@ -1,4 +1,4 @@
-"""TM014 moved-apis, before parsing: its table and trigger regexes (no libcst; see gates/__init__.py)."""
+"""TM014 moved-apis: its declaration (SPEC) and table and trigger regexes (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 

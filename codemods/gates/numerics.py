@@ -1,4 +1,4 @@
-"""TM906 numerics, before parsing: its trigger regexes and AST gate (no libcst; see gates/__init__.py)."""
+"""TM906 numerics: its declaration (SPEC) and trigger regexes and AST gate (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TM907 performance-hints, before parsing: its trigger regexes and names (no libcst; see gates/__init__.py)."""
+"""TM907 performance-hints: its declaration (SPEC) and trigger regexes and names (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 

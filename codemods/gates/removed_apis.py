@@ -1,4 +1,4 @@
-"""TM905 removed-apis, before parsing: its trigger regexes, tables and AST gate (no libcst; see gates/__init__.py)."""
+"""TM905 removed-apis: its declaration (SPEC) and trigger regexes, tables and AST gate (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TM008 removed-internals, before parsing: its trigger regexes (no libcst; see gates/__init__.py)."""
+"""TM008 removed-internals: its declaration (SPEC) and trigger regexes (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 

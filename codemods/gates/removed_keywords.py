@@ -1,8 +1,9 @@
-"""TM013 removed-keywords, before parsing: its trigger regexes (no libcst; see gates/__init__.py)."""
+"""TM013 removed-keywords: its declaration (SPEC) and trigger regexes (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 
 from codemods.gates import Safety, Spec, Stage
+
 
 def triggers() -> tuple[str, ...]:
     # The old keywords themselves: a file without one has nothing to rename.

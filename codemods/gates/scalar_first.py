@@ -1,4 +1,4 @@
-"""TM012 scalar-first-overloads, before parsing: its trigger regexes and gate (no libcst; see gates/__init__.py)."""
+"""TM012 scalar-first-overloads: its declaration (SPEC) and, before parsing, its trigger regexes and gate (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 

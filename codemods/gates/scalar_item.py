@@ -1,4 +1,4 @@
-"""TM003 scalar-item, before parsing: its trigger regexes and gate (no libcst; see gates/__init__.py)."""
+"""TM003 scalar-item: its declaration (SPEC) and, before parsing, its trigger regexes and gate (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 

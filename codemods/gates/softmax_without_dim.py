@@ -1,4 +1,4 @@
-"""TM903 softmax-without-dim, before parsing: its trigger regexes and gate (no libcst; see gates/__init__.py)."""
+"""TM903 softmax-without-dim: its declaration (SPEC) and, before parsing, its trigger regexes and gate (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TM104 state-dict-prefix, before parsing: its trigger regexes and gate (no libcst; see gates/__init__.py)."""
+"""TM104 state-dict-prefix: its declaration (SPEC) and, before parsing, its trigger regexes and gate (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def may_act(scan: Scan, words, facts) -> bool:
     return False
 
 
-GATE = Gate(uses_repo_facts=True, sites=(r"save", r"state_dict"), applies=applies, may_act=may_act)
+GATE = Gate(sites=(r"save", r"state_dict"), applies=applies, may_act=may_act)
 
 
 SPEC = Spec(
@@ -113,6 +113,7 @@ SPEC = Spec(
     safety=Safety.SAFE,
     target="codemods.transforms.state_dict_prefix:StateDictPrefix",
     triggers=triggers(),
+    facts=("wrapped_attributes", "dataparallel_files"),
     summary="torch.save(dp_model.state_dict()) -> unwrap first; strip `module.` with consume_prefix_in_state_dict_if_present",
     gate=GATE,
     emits=(

@@ -1,8 +1,9 @@
-"""TM007 torch-six, before parsing: its trigger regexes (no libcst; see gates/__init__.py)."""
+"""TM007 torch-six: its declaration (SPEC) and trigger regexes (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 
 from codemods.gates import Safety, Spec, Stage
+
 
 def triggers() -> tuple[str, ...]:
     return (r"_six\b",)  # a literal first: `re` scans for it fast

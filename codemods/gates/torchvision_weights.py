@@ -1,4 +1,4 @@
-"""TM009 torchvision-weights, before parsing: its triggers, its gate and its table (no libcst).
+"""TM009 torchvision-weights: its declaration (SPEC) and triggers, its gate and its table (no libcst).
 
 The table (codemods/data/torchvision_weights.json) is generated from torchvision's source by
 scripts/gen_torchvision_weights.py and read on first use, by the AST gate of a file that names

@@ -1,4 +1,4 @@
-"""TM002 variable-removal, before parsing: its trigger regexes and gate (no libcst; see gates/__init__.py)."""
+"""TM002 variable-removal: its declaration (SPEC) and, before parsing, its trigger regexes and gate (no libcst; see gates/__init__.py)."""
 
 from __future__ import annotations
 

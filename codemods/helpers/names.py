@@ -1,6 +1,6 @@
 """Resolve expressions to the qualified names their imports give them, without scope analysis.
 
-`QualifiedNameProvider` (scope analysis) costs about 9x a parse on real code (DESIGN §9). Nearly all
+`QualifiedNameProvider` (scope analysis) costs several parses' worth on real code. Nearly all
 of that buys precision for names shadowed inside functions, which legacy PyTorch code does not do
 with `torch`, `nn` or `F`. So this resolver reads the module's import statements once and maps each
 local name to the dotted name it was imported as. A name that the module *also* binds with `def` or

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.helpers.codemod import MigrationCodemod
+from codemods.base import MigrationCodemod
 from codemods.helpers.names import dotted
 
 

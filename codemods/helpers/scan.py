@@ -1,9 +1,9 @@
 """What CPython's `ast` says of a text before libcst parses it, with no libcst import.
 
 The engine's gates (codemods/gates/) read a `Scan` to decline a file whose trigger words are
-there but whose sites are not, and the whole-repo facts pass (helpers/facts.py) walks the same
+there but whose sites are not, and the whole-repo facts pass (helpers/facts/) walks the same
 statements; both run for files libcst never parses, so this module imports nothing of libcst
-(a `--check` of a clean file must not pay libcst's import, issue 18). `Sites` (helpers/sites.py)
+(a `--check` of a clean file must not pay libcst's import: pre-commit runs one on every commit). `Sites` (helpers/sites.py)
 builds its statement map on a `Scan`.
 """
 
@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Collection, Iterable, Iterator
 
 from codemods.helpers.patterns import Words
+from codemods.helpers.star_exports import torch_star_exports
 
 _NEWLINE = re.compile(r"\r\n|\n")
 _BLOCKS = ("body", "handlers", "cases", "orelse", "finalbody")  # statement-list fields, in _fields order
@@ -207,8 +208,6 @@ class FileNames:
     def of(cls, stars: Iterable[tuple[int, str]], facts=None, path: str | None = None) -> FileNames:
         """For a file with these star imports ((level, module) each), at `path` in a repository
         with these `RepoFacts`."""
-        from codemods.helpers.facts import torch_star_exports  # facts imports this module
-
         names: dict[str, str] = {}
         for level, module in stars:
             if level == 0 and module in torch_star_exports():
@@ -334,7 +333,7 @@ class _Index:
 
 @lru_cache(maxsize=4)
 def _index(entries: frozenset[str]) -> _Index:
-    """`RepoFacts.imported_names` by file (helpers/facts.py describes the entries)."""
+    """`RepoFacts.imported_names` by file (helpers/facts/imported_names.py describes the entries)."""
     index = _Index()
     for entry in entries:
         kind, *rest = entry.split("\t")

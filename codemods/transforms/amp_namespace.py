@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.helpers import args as A
-from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers import arguments
+from codemods.base import MigrationCodemod
 from codemods.helpers.import_edits import UsedNamesRemover
 from codemods.helpers.spelling import head, import_forms, reference, retire
 from codemods.helpers.statements import drop_vanished, prune_if
@@ -35,7 +35,7 @@ def _device_arg(device: str, more: bool) -> cst.Arg:
 
 
 def _device_keyword(device: str, more: bool) -> cst.Arg:
-    arg = A.as_keyword(cst.Arg(value=cst.SimpleString(f'"{device}"')), "device_type")
+    arg = arguments.as_keyword(cst.Arg(value=cst.SimpleString(f'"{device}"')), "device_type")
     if more:
         arg = arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
     return arg
@@ -59,6 +59,7 @@ class AmpNamespace(MigrationCodemod):
 
     ## Example
     ```python
+    import torch
     from torch.cuda.amp import GradScaler, autocast, custom_fwd
 
     scaler = GradScaler()
@@ -100,7 +101,6 @@ class AmpNamespace(MigrationCodemod):
     - `torch/cuda/amp/autocast_mode.py`, `torch/cuda/amp/grad_scaler.py` (the deprecation notices)
     """
 
-    CODE = "TM004"
     PRUNE = True  # its sites, and the statement each sits in, are on trigger lines
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
@@ -200,10 +200,10 @@ class AmpNamespace(MigrationCodemod):
                 self.finding(original, "more positional arguments than autocast accepts; left as it is")
                 return None
             for slot, index in enumerate(positional):
-                args[index] = A.as_keyword(args[index], AUTOCAST_POSITIONAL[slot])
+                args[index] = arguments.as_keyword(args[index], AUTOCAST_POSITIONAL[slot])
             return [_device_arg(device, bool(args)), *args]
         # custom_fwd(fwd=None, *, cast_inputs=None): device_type goes after the positionals.
-        if A.keyword(call, "device_type") is not None:
+        if arguments.keyword(call, "device_type") is not None:
             return None
         at = sum(1 for a in args if a.keyword is None and not a.star)
         if at and at == len(args) and args[-1].comma == cst.MaybeSentinel.DEFAULT:

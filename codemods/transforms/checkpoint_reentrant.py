@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.helpers import args as A
-from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers import arguments
+from codemods.base import MigrationCodemod
 
 # Qualified name -> how many leading positional parameters come before `use_reentrant`
 # (None: `use_reentrant` is keyword-only, after `*args`).
@@ -31,11 +31,14 @@ class CheckpointReentrant(MigrationCodemod):
     ## Example
     ```python
     from torch.utils.checkpoint import checkpoint
+
     h = checkpoint(self.block, h)
     ```
 
     ## Use instead
     ```python
+    from torch.utils.checkpoint import checkpoint
+
     h = checkpoint(self.block, h, use_reentrant=True)
     ```
 
@@ -54,14 +57,13 @@ class CheckpointReentrant(MigrationCodemod):
     - https://pytorch.org/docs/stable/checkpoint.html
     """
 
-    CODE = "TM005"
     PRUNE = True  # its sites are `checkpoint(...)` calls on trigger lines
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         name = self.qualified_name(original_node.func)
         if name not in CHECKPOINTS:
             return updated_node
-        if A.keyword(updated_node, "use_reentrant") is not None:
+        if arguments.keyword(updated_node, "use_reentrant") is not None:
             return updated_node
         if any(a.star == "**" for a in updated_node.args):
             self.finding(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.helpers.codemod import MigrationCodemod
+from codemods.base import MigrationCodemod
 
 
 class EmptyCacheWithoutDel(MigrationCodemod):
@@ -22,6 +22,8 @@ class EmptyCacheWithoutDel(MigrationCodemod):
 
     ## Example
     ```python
+    import torch
+
     output = model(batch)
     loss = criterion(output, target)
     torch.cuda.empty_cache()
@@ -29,6 +31,8 @@ class EmptyCacheWithoutDel(MigrationCodemod):
 
     ## Use instead
     ```python
+    import torch
+
     output = model(batch)
     loss = criterion(output, target)
     del output, loss  # drop the references first (or let them go out of scope)
@@ -42,9 +46,7 @@ class EmptyCacheWithoutDel(MigrationCodemod):
     - https://pytorch.org/docs/stable/notes/cuda.html#memory-management
     """
 
-    CODE = "TM902"
     PRUNE = True  # its sites are `empty_cache()` calls; what decides them is a `del` in the function
-    SAFETY = "findings-only"  # TM9xx: rewrites nothing (registry.Spec.kind)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

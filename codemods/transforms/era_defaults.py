@@ -6,9 +6,9 @@ import libcst as cst
 
 from codemods.era import Era, era_of_text
 from codemods.gates.era_defaults import DEFAULTS, LINEAR_MODES
-from codemods.helpers import args as A
-from codemods.helpers.codemod import MigrationCodemod
-from codemods.helpers.keywords import append_args, keyword_arg
+from codemods.helpers import arguments
+from codemods.base import MigrationCodemod
+from codemods.helpers.arguments import append_args, keyword_arg
 from codemods.versions import format_version
 
 _UNSET = object()
@@ -44,13 +44,23 @@ class EraDefaults(MigrationCodemod):
 
     ## Example
     ```python
-    # requirements.txt: torch>=0.4
+    import torch.nn.functional as F
+    from torch.autograd import Variable
+
+    x = Variable(x)  # `Variable`: code written for torch < 0.4
     grid = F.affine_grid(theta, x.size())
     out = F.grid_sample(x, grid)
     ```
 
+    In a repository the era comes from its torch pin first (`torch>=0.4` in requirements.txt: code
+    written for 0.4); a single file, as here, gives it by its own idioms.
+
     ## Use instead
     ```python
+    import torch.nn.functional as F
+    from torch.autograd import Variable
+
+    x = Variable(x)  # `Variable`: code written for torch < 0.4
     grid = F.affine_grid(theta, x.size(), align_corners=True)
     out = F.grid_sample(x, grid, align_corners=True)
     ```
@@ -74,8 +84,6 @@ class EraDefaults(MigrationCodemod):
     - https://github.com/pytorch/pytorch/releases/tag/v1.3.0
     """
 
-    CODE = "TM015"
-    SAFETY = "review"
     PRUNE = True  # its sites are calls on trigger lines; the era is the repository's or the whole module's
 
     def __init__(self, *args, **kwargs) -> None:
@@ -99,7 +107,7 @@ class EraDefaults(MigrationCodemod):
         default = DEFAULTS.get(name) if name else None
         if default is None:
             return updated_node
-        bound = A.bind(updated_node, default.positional)
+        bound = arguments.bind(updated_node, default.positional)
         if "align_corners" in bound:
             return updated_node
         starred = [a.star for a in updated_node.args if a.star]
@@ -108,7 +116,7 @@ class EraDefaults(MigrationCodemod):
             mode = bound.get("mode")
             if mode is None and not starred:
                 return updated_node  # the default mode, "nearest", has no align_corners
-            value = A.literal(mode.arg.value) if mode is not None else None
+            value = arguments.literal(mode.arg.value) if mode is not None else None
             if isinstance(value, str) and value not in LINEAR_MODES:
                 return updated_node  # nearest, area: no align_corners (passing one is an error)
             mode_known = isinstance(value, str)

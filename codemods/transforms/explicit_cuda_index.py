@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.helpers import args as A
-from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers import arguments
+from codemods.base import MigrationCodemod
 from codemods.helpers.names import dotted
 
 
@@ -23,11 +23,15 @@ class ExplicitCudaIndex(MigrationCodemod):
 
     ## Example
     ```python
+    import torch
+
     model = model.cuda(args.gpu)
     ```
 
     ## Use instead
     ```python
+    import torch
+
     device = torch.device(f"cuda:{args.gpu}" if torch.cuda.is_available() else "cpu")
     model = model.to(device)
     ```
@@ -39,9 +43,7 @@ class ExplicitCudaIndex(MigrationCodemod):
     - https://pytorch.org/docs/stable/notes/cuda.html#device-agnostic-code
     """
 
-    CODE = "TM904"
     PRUNE = True  # its sites are `.cuda(i)` calls on trigger lines
-    SAFETY = "findings-only"  # TM9xx: rewrites nothing (registry.Spec.kind)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -62,8 +64,8 @@ class ExplicitCudaIndex(MigrationCodemod):
             isinstance(func.value, cst.Call) and dotted(func.value.func) == "super"
         ):
             return
-        device = A.bind(node, ["device"]).get("device")
-        if device is None or A.literal(device.arg.value) is None:
+        device = arguments.bind(node, ["device"]).get("device")
+        if device is None or arguments.literal(device.arg.value) is None:
             return
         index = self.code_for(device.arg.value)
         receiver = self.code_for(func.value)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 
 import libcst as cst
 
 from codemods.gates.import_style import LIBRARIES, SUBMODULES
-from codemods.helpers.codemod import MigrationCodemod
+from codemods.base import MigrationCodemod
 from codemods.helpers.names import dotted
 
 
@@ -47,9 +46,7 @@ class ImportStyle(MigrationCodemod):
     - https://docs.python.org/3/reference/simple_stmts.html#the-import-statement
     """
 
-    CODE = "TM908"
     PRUNE = True  # its sites are the import statements and calls on trigger lines
-    SAFETY = "findings-only"
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:

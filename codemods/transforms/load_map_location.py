@@ -6,11 +6,11 @@ from typing import Sequence
 
 import libcst as cst
 
-from codemods.helpers import args as A
-from codemods.helpers.codemod import MigrationCodemod
-from codemods.helpers.keywords import append_args
+from codemods.helpers import arguments
+from codemods.base import MigrationCodemod
+from codemods.helpers.arguments import append_args
+from codemods.helpers.load_flows import LOAD_WORD, Flows
 from codemods.helpers.names import attribute_chain
-from codemods.transforms.load_weights_only import LOAD_WORD, Flows
 
 # torch.load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args)
 POSITIONAL = ("f", "map_location", "pickle_module")
@@ -35,12 +35,16 @@ class LoadMapLocation(MigrationCodemod):
 
     ## Example
     ```python
+    import torch
+
     model.load_state_dict(torch.load("model.pt"))
     features = torch.load("features.pt")
     ```
 
     ## Use instead
     ```python
+    import torch
+
     model.load_state_dict(torch.load("model.pt", map_location="cpu"))
     features = torch.load("features.pt", map_location=None if torch.cuda.is_available() else "cpu")
     ```
@@ -57,9 +61,7 @@ class LoadMapLocation(MigrationCodemod):
     - https://pytorch.org/tutorials/beginner/saving_loading_models.html#saving-loading-model-across-devices
     """
 
-    CODE = "TM102"
     PRUNE = True  # its sites are `torch.load` calls on trigger lines; Flows reads `load...` lines
-    SAFETY = "review"
 
     def visit_Module(self, node: cst.Module) -> None:
         self.flows = Flows(self.imports)
@@ -91,10 +93,10 @@ class LoadMapLocation(MigrationCodemod):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.qualified_name(original_node.func) != "torch.load":
             return updated_node
-        bound = A.bind(original_node, POSITIONAL)
+        bound = arguments.bind(original_node, POSITIONAL)
         if "map_location" in bound:
             return updated_node
-        if A.has_star_args(original_node):
+        if arguments.has_star_args(original_node):
             self.finding(
                 original_node,
                 "torch.load with *args/**kwargs: cannot tell whether map_location is given",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.helpers import args as A
-from codemods.helpers.codemod import MigrationCodemod
-from codemods.helpers.scope import ScopeNodes
+from codemods.helpers import arguments
+from codemods.base import MigrationCodemod
+from codemods.helpers.bindings import ScopeNodes
 
 # torch.nn.functional losses that return a scalar unless told `reduction="none"`.
 FUNCTIONAL = frozenset(
@@ -24,13 +24,13 @@ ARITHMETIC = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideA
 
 def _scalar_loss_call(call: cst.Call) -> bool:
     """A loss call that returns a 0-dim tensor: not `reduction="none"` / `reduce=False`."""
-    if A.has_star_args(call):
+    if arguments.has_star_args(call):
         return False
-    reduction = A.keyword(call, "reduction")
-    if reduction is not None and A.literal(reduction.value) not in ("mean", "sum", "batchmean"):
+    reduction = arguments.keyword(call, "reduction")
+    if reduction is not None and arguments.literal(reduction.value) not in ("mean", "sum", "batchmean"):
         return False
-    reduce = A.keyword(call, "reduce")
-    return reduce is None or A.literal(reduce.value) is True
+    reduce = arguments.keyword(call, "reduce")
+    return reduce is None or arguments.literal(reduce.value) is True
 
 
 def _name(node: cst.CSTNode | None) -> str | None:
@@ -84,9 +84,6 @@ class LossAccumulation(MigrationCodemod):
     - https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory
     - https://pytorch.org/docs/stable/generated/torch.Tensor.item.html
     """
-
-    CODE = "TM202"
-    SAFETY = "unsafe"
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

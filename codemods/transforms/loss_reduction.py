@@ -5,19 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods.gates.loss_reduction import LEGACY, losses
-from codemods.helpers import args as A
-from codemods.helpers.codemod import MigrationCodemod
-
-
-def legacy_reduction(size_average: object, reduce: object) -> str:
-    """torch.nn._reduction.legacy_get_string, for literal values."""
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    if size_average and reduce:
-        return "mean"
-    if reduce:
-        return "sum"
-    return "none"
+from codemods.helpers import arguments
+from codemods.base import MigrationCodemod
+from codemods.helpers.losses import legacy_reduction
 
 
 def suggest(size_average: str | None, reduce: str | None) -> str:
@@ -46,12 +36,18 @@ class LossReduction(MigrationCodemod):
 
     ## Example
     ```python
+    import torch.nn as nn
+    import torch.nn.functional as F
+
     criterion = nn.CrossEntropyLoss(size_average=False)
     per_item = F.mse_loss(pred, target, reduce=False)
     ```
 
     ## Use instead
     ```python
+    import torch.nn as nn
+    import torch.nn.functional as F
+
     criterion = nn.CrossEntropyLoss(reduction="sum")
     per_item = F.mse_loss(pred, target, reduction="none")
     ```
@@ -66,7 +62,6 @@ class LossReduction(MigrationCodemod):
     - `torch/nn/_reduction.py` (`legacy_get_string`)
     """
 
-    CODE = "TM001"
     PRUNE = True  # its sites are the loss calls and constructors its triggers name
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -74,16 +69,16 @@ class LossReduction(MigrationCodemod):
         entry = losses().get(name) if name else None
         if entry is None:
             return updated_node
-        bound = A.bind(updated_node, entry["positional"])
+        bound = arguments.bind(updated_node, entry["positional"])
         legacy = {p: bound[p] for p in LEGACY if p in bound}
         if not legacy:
             return updated_node
-        if A.has_star_args(updated_node):
+        if arguments.has_star_args(updated_node):
             self.finding(original_node, "legacy loss arguments next to *args/**kwargs: set `reduction=` by hand")
             return updated_node
 
-        values = {p: A.literal(b.arg.value) for p, b in legacy.items()}
-        if not all(A.is_literal(v) for v in values.values()):
+        values = {p: arguments.literal(b.arg.value) for p, b in legacy.items()}
+        if not all(arguments.is_literal(v) for v in values.values()):
             text = {p: self.code_for(b.arg.value) for p, b in legacy.items()}
             suggestion = suggest(text.get("size_average"), text.get("reduce"))
             self.finding(
@@ -107,7 +102,7 @@ class LossReduction(MigrationCodemod):
             names = {b.index: p for p, b in bound.items() if b.positional}
             for index in range(first_positional, len(args)):
                 if index in names:
-                    args[index] = A.as_keyword(args[index], names[index])
+                    args[index] = arguments.as_keyword(args[index], names[index])
 
         drop = {b.index for b in legacy.values()}
         if mode is not None:
@@ -119,6 +114,6 @@ class LossReduction(MigrationCodemod):
                 at = min(drop)
                 args[at] = args[at].with_changes(keyword=cst.Name("reduction"), value=value)
                 if args[at].equal is cst.MaybeSentinel.DEFAULT:
-                    args[at] = A.as_keyword(args[at], "reduction")
+                    args[at] = arguments.as_keyword(args[at], "reduction")
                 drop.discard(at)
-        return call.with_changes(args=A.remove_args(args, drop))
+        return call.with_changes(args=arguments.remove_args(args, drop))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from codemods.helpers.codemod import MigrationCodemod
+from codemods.base import MigrationCodemod
 from codemods.helpers.names import dotted
 from codemods.helpers.patterns import Words
 
@@ -193,6 +193,11 @@ class MissingDetach(MigrationCodemod):
 
     ## Example
     ```python
+    import torch.optim as optim
+
+    opt_g = optim.Adam(G.parameters(), lr=2e-4)
+    opt_d = optim.Adam(D.parameters(), lr=2e-4)
+
     fake = G(z)
     loss_d = bce(D(real), ones) + bce(D(fake), zeros)
     loss_d.backward()
@@ -201,6 +206,11 @@ class MissingDetach(MigrationCodemod):
 
     ## Use instead
     ```python
+    import torch.optim as optim
+
+    opt_g = optim.Adam(G.parameters(), lr=2e-4)
+    opt_d = optim.Adam(D.parameters(), lr=2e-4)
+
     fake = G(z)
     loss_d = bce(D(real), ones) + bce(D(fake.detach()), zeros)
     loss_d.backward()
@@ -217,8 +227,6 @@ class MissingDetach(MigrationCodemod):
     - https://pytorch.org/docs/stable/notes/autograd.html
     """
 
-    CODE = "TM901"
-    SAFETY = "findings-only"  # TM9xx: rewrites nothing (registry.Spec.kind)
     # Its survey reads the functions that call backward() whole, and elsewhere only the
     # statements that say what makes a model, an optimizer or a frozen model (_SURVEY_WORDS).
     PRUNE = True
@@ -237,7 +245,7 @@ class MissingDetach(MigrationCodemod):
 
     def visit_Module(self, node: cst.Module) -> bool:
         facts = _Facts(self)
-        whole = self._backward_bodies() if self.pruner is not None else None
+        whole = self._backward_bodies() if self.walked_lines is not None else None
         if whole is None:
             self.visit_where(node, facts)  # every statement, with cheap positions for `line()`
         else:
@@ -269,11 +277,11 @@ class MissingDetach(MigrationCodemod):
         loss flows through any assignment before it). None when one is at module level."""
         functions = [
             (first, last, statement)
-            for statement, first, last in self.sites.spans.values()
+            for statement, first, last in self.statements()
             if isinstance(statement, cst.FunctionDef)
         ]
         found: dict[int, cst.FunctionDef] = {}
-        for line in self.sites.hits([_BACKWARD]):
+        for line in self.lines_matching(_BACKWARD):
             around = [(last - first, f) for first, last, f in functions if first <= line <= last]
             if not around:
                 return None
@@ -283,7 +291,7 @@ class MissingDetach(MigrationCodemod):
 
     def _model_classes(self) -> tuple[Words, ...]:
         """The repo's nn.Module classes this file names: `G = Generator()` makes a model."""
-        names = self.file.facts.module_classes & set(_WORD.findall(self.sites.source))
+        names = self.file.facts.module_classes & set(_WORD.findall(self.source or ""))
         return (Words(r"\b(?:%s)\b" % "|".join(sorted(names))),) if names else ()
 
     def _flow(

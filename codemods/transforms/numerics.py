@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.helpers import args as A
-from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers import arguments
+from codemods.base import MigrationCodemod
 
 
 def _is_one(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Integer):
-        return A.literal(expr) == 1
+        return arguments.literal(expr) == 1
     return isinstance(expr, cst.Float) and float(expr.value) == 1.0
 
 
@@ -49,6 +49,9 @@ class Numerics(MigrationCodemod):
 
     ## Example
     ```python
+    import torch
+    import torch.nn.functional as F
+
     rmsle = F.mse_loss(torch.log(1 + pred), torch.log(1 + targ))
     growth = torch.exp(rate) - 1
     lse = torch.log(torch.sum(torch.exp(scores), dim=1))
@@ -56,6 +59,9 @@ class Numerics(MigrationCodemod):
 
     ## Use instead
     ```python
+    import torch
+    import torch.nn.functional as F
+
     rmsle = F.mse_loss(torch.log1p(pred), torch.log1p(targ))
     growth = torch.expm1(rate)
     lse = torch.logsumexp(scores, dim=1)
@@ -73,9 +79,7 @@ class Numerics(MigrationCodemod):
     - https://pytorch.org/docs/stable/generated/torch.logsumexp.html
     """
 
-    CODE = "TM906"
     PRUNE = True  # every site is a log/exp call on a trigger line
-    SAFETY = "findings-only"
 
     def _torch_call(self, expr: cst.BaseExpression, function: str) -> cst.BaseExpression | None:
         """`x` when `expr` is `torch.<function>(x)` or the method call `x.<function>()`."""
@@ -123,14 +127,14 @@ class Numerics(MigrationCodemod):
 
     def _logsumexp(self, node: cst.Call, total: cst.Call) -> None:
         """`log(sum(exp(x), dim, keepdim))` in function or method spellings."""
-        if A.has_star_args(total):
+        if arguments.has_star_args(total):
             return
         if self.qualified_name(total.func) == "torch.sum":
-            bound = A.bind(total, ("input", "dim", "keepdim"))
+            bound = arguments.bind(total, ("input", "dim", "keepdim"))
             summed = bound.get("input")
             exps = summed.arg.value if summed is not None else None
         elif isinstance(total.func, cst.Attribute) and total.func.attr.value == "sum" and self.qualified_name(total.func) is None:
-            bound = A.bind(total, ("dim", "keepdim"))
+            bound = arguments.bind(total, ("dim", "keepdim"))
             exps = total.func.value
         else:
             return
@@ -142,7 +146,7 @@ class Numerics(MigrationCodemod):
         x_code = self.code_for(x)
         dim = bound.get("dim")
         keepdim = bound.get("keepdim")
-        if dim is None or A.literal(dim.arg.value) is None:
+        if dim is None or arguments.literal(dim.arg.value) is None:
             flat = x_code if _atomic(x) else f"({x_code})"
             suggestion = f"torch.logsumexp({flat}.flatten(), 0)"
         else:

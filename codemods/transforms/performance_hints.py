@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods.gates.performance_hints import DATALOADERS, LOADER_POSITIONAL
-from codemods.helpers import args as A
-from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers import arguments
+from codemods.base import MigrationCodemod
 
 
 class PerformanceHints(MigrationCodemod):
@@ -29,12 +29,16 @@ class PerformanceHints(MigrationCodemod):
 
     ## Example
     ```python
+    from torch.utils.data import DataLoader
+
     loader = DataLoader(train_set, batch_size=64, shuffle=True)
     optimizer.zero_grad(set_to_none=False)
     ```
 
     ## Use instead
     ```python
+    from torch.utils.data import DataLoader
+
     loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=4, pin_memory=True)
     optimizer.zero_grad()
     ```
@@ -53,12 +57,10 @@ class PerformanceHints(MigrationCodemod):
     - https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html
     """
 
-    CODE = "TM907"
     PRUNE = True  # its sites are DataLoader and zero_grad calls on trigger lines
-    SAFETY = "findings-only"
 
     def visit_Call(self, node: cst.Call) -> None:
-        if A.has_star_args(node):
+        if arguments.has_star_args(node):
             return
         if self.qualified_name(node.func) in DATALOADERS:
             self._loader(node)
@@ -66,8 +68,8 @@ class PerformanceHints(MigrationCodemod):
             self._zero_grad(node)
 
     def _loader(self, node: cst.Call) -> None:
-        workers = A.bind(node, LOADER_POSITIONAL).get("num_workers")
-        if workers is not None and A.literal(workers.arg.value) != 0:
+        workers = arguments.bind(node, LOADER_POSITIONAL).get("num_workers")
+        if workers is not None and arguments.literal(workers.arg.value) != 0:
             return
         said = "num_workers=0" if workers is not None else "no num_workers"
         self.finding(
@@ -77,8 +79,8 @@ class PerformanceHints(MigrationCodemod):
         )
 
     def _zero_grad(self, node: cst.Call) -> None:
-        flag = A.bind(node, ("set_to_none",)).get("set_to_none")
-        if flag is None or A.literal(flag.arg.value) is not False:
+        flag = arguments.bind(node, ("set_to_none",)).get("set_to_none")
+        if flag is None or arguments.literal(flag.arg.value) is not False:
             return
         self.finding(
             node,

@@ -34,11 +34,20 @@ class PythonCompat(ReferenceCodemod):
 
     ## Example
     ```python
+    import collections
+
+    import numpy as np
+
     if isinstance(x, collections.Mapping): best = np.Inf
     ```
 
     ## Use instead
     ```python
+    import collections
+
+    import numpy as np
+    import collections.abc
+
     if isinstance(x, collections.abc.Mapping): best = np.inf
     ```
 
@@ -54,10 +63,8 @@ class PythonCompat(ReferenceCodemod):
     - https://docs.python.org/3/whatsnew/3.10.html#removed
     """
 
-    CODE = "TM401"
     PRUNE = True  # its sites are the removed aliases on trigger lines
 
-    SAFETY = "safe"
 
     def replace_reference(self, qualified, original, updated):
         if not isinstance(original, cst.Attribute):

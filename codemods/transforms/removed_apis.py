@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods.gates.removed_apis import OLD_FFT, REMOVED_MODULES, V2_TO_TENSOR
-from codemods.helpers import args as A
-from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers import arguments
+from codemods.base import MigrationCodemod
 from codemods.helpers.names import dotted
 
 _NORM = {False: None, True: '"ortho"'}  # old `normalized=` -> new `norm=` (None: the default, "backward")
@@ -77,14 +77,18 @@ class RemovedApis(MigrationCodemod):
 
     ## Example
     ```python
+    import torch
     from torch.utils.ffi import create_extension
+
     spec = torch.rfft(x, 2, normalized=True)
     y = torch.irfft(spec, 2, signal_sizes=x.shape[-2:])
     ```
 
     ## Use instead
     ```python
+    import torch
     from torch.utils.cpp_extension import BuildExtension, CppExtension  # in setup.py
+
     spec = torch.view_as_real(torch.fft.rfftn(x, dim=(-2, -1), norm="ortho"))
     y = torch.fft.irfftn(torch.view_as_complex(spec), s=x.shape[-2:], dim=(-2, -1))
     ```
@@ -102,9 +106,7 @@ class RemovedApis(MigrationCodemod):
     - https://pytorch.org/vision/stable/generated/torchvision.transforms.v2.ToTensor.html
     """
 
-    CODE = "TM905"
     PRUNE = True  # every site is an import or a call on a trigger line
-    SAFETY = "findings-only"
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -204,17 +206,17 @@ class RemovedApis(MigrationCodemod):
             return None
         if isinstance(node.func, cst.Attribute) and node.func.attr.value in OLD_FFT:
             # `x.rfft(2)` on a receiver no import names: a tensor method only with an int signal_ndim
-            signal_ndim = A.literal(node.args[0].value) if node.args and node.args[0].keyword is None else None
+            signal_ndim = arguments.literal(node.args[0].value) if node.args and node.args[0].keyword is None else None
             if type(signal_ndim) is int and 1 <= signal_ndim <= 3:
                 return node.func.attr.value, OLD_FFT[node.func.attr.value], True
         return None
 
     def _old_fft(self, node: cst.Call) -> None:
-        found = None if A.has_star_args(node) else self._fft_function(node)
+        found = None if arguments.has_star_args(node) else self._fft_function(node)
         if found is None:
             return
         kind, params, is_method = found
-        bound = A.bind(node, params)
+        bound = arguments.bind(node, params)
         signal = node.func.value if is_method else bound["input"].arg.value if "input" in bound else cst.Name("x")
         x = self.code_for(signal)
         shown = f"{x}.{kind}(signal_ndim, ...)" if is_method else f"torch.{kind}(x, signal_ndim, ...)"
@@ -226,7 +228,7 @@ class RemovedApis(MigrationCodemod):
         literal = {"signal_ndim": None, "normalized": False, "onesided": True}
         for key in literal:
             if key in bound:
-                literal[key] = A.literal(bound[key].arg.value)
+                literal[key] = arguments.literal(bound[key].arg.value)
         ndim, normalized, onesided = literal.values()
         if type(ndim) is int and 1 <= ndim <= 3 and isinstance(normalized, bool) and isinstance(onesided, bool):
             sizes = self.code_for(bound["signal_sizes"].arg.value) if "signal_sizes" in bound else None

@@ -7,6 +7,7 @@ import libcst as cst
 from codemods.gates.removed_internals import table
 from codemods.helpers import from_imports
 from codemods.helpers.names import dotted
+from codemods.helpers.placement import after_import_block, insert_once
 from codemods.helpers.references import ReferenceCodemod
 from codemods.helpers.spelling import ImportForm, head, import_forms, retire
 
@@ -50,13 +51,17 @@ class RemovedInternals(ReferenceCodemod):
 
     ## Example
     ```python
+    import torch
     from torch.optim.lr_scheduler import _LRScheduler
+
     if x.__class__.__name__ == 'FloatTensor': ...
     ```
 
     ## Use instead
     ```python
+    import torch
     from torch.optim.lr_scheduler import LRScheduler
+
     if isinstance(x, torch.Tensor) and x.dtype == torch.float32: ...
     ```
 
@@ -75,9 +80,7 @@ class RemovedInternals(ReferenceCodemod):
     - https://pytorch.org/docs/stable/data.html#torch.utils.data.default_collate
     """
 
-    CODE = "TM008"
     PRUNE = True  # its sites are the removed names on trigger lines
-    SAFETY = "safe"
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -218,12 +221,11 @@ class RemovedInternals(ReferenceCodemod):
             self.finding(original_node, "`zero_gradients` is gone from torch; inline it by hand")
             return updated_node
         helper = cst.parse_module(HELPER_TEMPLATE.format(name=self._helper_needed, torch=torch, abc=abc)).body[0]
-        body = list(updated_node.body)
-        at = _after_imports(body)
         helper = helper.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
-        body.insert(at, helper)
-        self.rewrites += 1
-        return updated_node.with_changes(body=body)
+        result = insert_once(updated_node, self._helper_needed, helper, after_import_block(updated_node.body))
+        if result is not updated_node:
+            self.rewrites += 1
+        return result
 
     # -- type-name tests -------------------------------------------------------------------
 
@@ -328,23 +330,6 @@ def _dtype_test(x: str, kinds: list[str], positive: bool) -> str:
     if len(kinds) == 1:
         return f"{x}.dtype {'==' if positive else '!='} {kinds[0]}"
     return f"{x}.dtype {'in' if positive else 'not in'} ({', '.join(kinds)})"
-
-
-def _after_imports(body: list[cst.BaseStatement]) -> int:
-    """Index just after the module's leading docstring and import statements."""
-    at = 0
-    for index, statement in enumerate(body):
-        if isinstance(statement, cst.SimpleStatementLine) and all(
-            isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
-        ):
-            at = index + 1
-        elif index == 0 and isinstance(statement, cst.SimpleStatementLine) and isinstance(
-            statement.body[0], cst.Expr
-        ) and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
-            at = 1
-        elif at or not isinstance(statement, cst.SimpleStatementLine):
-            break
-    return at
 
 
 def _class_name_subject(expr: cst.BaseExpression) -> cst.BaseExpression | None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.helpers import args as A
-from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers import arguments
+from codemods.base import MigrationCodemod
 from codemods.helpers.names import walk_statements
 
 # Qualified callable -> {old keyword: new keyword, or None to drop it}. `Tensor.backward` is a
@@ -61,7 +61,6 @@ class RemovedKeywords(MigrationCodemod):
     - https://pytorch.org/docs/stable/generated/torch.autograd.grad.html
     """
 
-    CODE = "TM013"
     PRUNE = True  # its sites are calls that pass one of the old keywords, on trigger lines
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
@@ -79,7 +78,7 @@ class RemovedKeywords(MigrationCodemod):
             if self.qualified_name(func) is not None:
                 return updated_node  # a module's function named backward, not a tensor's method
             renames = METHOD[1]
-            if self.own_backward and A.keyword(updated_node, "retain_variables") is not None:
+            if self.own_backward and arguments.keyword(updated_node, "retain_variables") is not None:
                 self.finding(original_node, "this module defines its own backward(retain_variables=...): not torch's, left as it is")
                 return updated_node
         old = [a for a in updated_node.args if a.keyword is not None and a.keyword.value in renames]
@@ -87,7 +86,7 @@ class RemovedKeywords(MigrationCodemod):
             return updated_node
         for arg in old:
             new = renames[arg.keyword.value]
-            if new is not None and A.keyword(updated_node, new) is not None:
+            if new is not None and arguments.keyword(updated_node, new) is not None:
                 self.finding(original_node, f"both `{arg.keyword.value}=` and `{new}=` are passed: keep one", suggestion=f"{new}=...")
                 return updated_node
             if new is None and not (isinstance(arg.value, cst.Name) and arg.value.value == "False"):

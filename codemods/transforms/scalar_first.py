@@ -5,8 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods.gates.scalar_first import FUNCTIONS, METHODS
-from codemods.helpers.codemod import MigrationCodemod
-from codemods.helpers.keywords import keyword_arg
+from codemods.helpers.bindings import BodyBindings
+from codemods.base import MigrationCodemod
+from codemods.helpers.arguments import keyword_arg
 # Methods whose result is a tensor whatever their receiver's shape: a chain `exp_avg.mul_(b1).add_(...)`.
 TENSOR_METHODS = frozenset(
     "mul mul_ div div_ add add_ sub sub_ addcmul addcmul_ addcdiv addcdiv_ sqrt sqrt_ clone detach pow pow_"
@@ -36,18 +37,22 @@ class ScalarFirst(MigrationCodemod):
     ```python
     import torch
 
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            p.data.add_(-group["lr"], p.grad.data)
+
+    def sgd_step(optimizer):
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                p.data.add_(-group["lr"], p.grad.data)
     ```
 
     ## Use instead
     ```python
     import torch
 
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            p.data.add_(p.grad.data, alpha=-group["lr"])
+
+    def sgd_step(optimizer):
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                p.data.add_(p.grad.data, alpha=-group["lr"])
     ```
 
     ## Fix safety
@@ -66,7 +71,6 @@ class ScalarFirst(MigrationCodemod):
     - https://pytorch.org/docs/stable/generated/torch.addcmul.html
     """
 
-    CODE = "TM012"
     PRUNE = False  # the names it reads (`beta1 = ...`, `for group in ...`) are bound off its lines;
     # its AST gate declines every file without a call of the legacy arity (gates/scalar_first.py)
 
@@ -174,17 +178,28 @@ class _Scope:
         self.groups: set[str] = set()  # loop variables over `<x>.param_groups`
 
 
-class _Binder(cst.CSTVisitor):
-    """The values each name of one function is bound to (nested functions are their own)."""
+class _Binder(BodyBindings):
+    """The values each name of one function is bound to (nested functions are their own; a
+    lambda's parameters are bound, to an unknown value). Keys are names and string-keyed entries
+    (`state["step"]`); `x += v` adds `v` (`state["step"] += 1` keeps a number a number)."""
 
     def __init__(self, scope: _Scope) -> None:
+        super().__init__(scope.values, enter_lambdas=True)
         self.scope = scope
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
+    def key(self, target: cst.BaseExpression) -> str | None:
+        return _key(target)
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
+    def augmented_value(self, node: cst.AugAssign) -> cst.BaseExpression:
+        return node.value
+
+    def bind_unpacked(self, target: cst.Tuple | cst.List, value: cst.BaseExpression) -> None:
+        entry = isinstance(value, cst.Subscript) and _group_entry(value, self.scope)
+        for element in target.elements:
+            if entry and isinstance(element.value, cst.Name):
+                self.bind(element.value.value, _GROUP_NUMBER)
+            else:
+                self._unknown(element.value)
 
     def visit_For(self, node: cst.For) -> None:
         iterated = node.iter
@@ -193,39 +208,13 @@ class _Binder(cst.CSTVisitor):
         else:
             self._unknown(node.target)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self._bind(target.target, node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        # `state["step"] += 1` keeps a number a number; anything else added is one more value
-        key = _key(node.target)
-        if key is not None:
-            self.scope.values.setdefault(key, []).append(node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._bind(node.target, node.value)
-
     def visit_Param(self, node: cst.Param) -> None:
         self._unknown(node.name)
-
-    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        key = _key(target)
-        if key is not None:
-            self.scope.values.setdefault(key, []).append(value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            entry = isinstance(value, cst.Subscript) and _group_entry(value, self.scope)
-            for element in target.elements:
-                if entry and isinstance(element.value, cst.Name):
-                    self.scope.values.setdefault(element.value.value, []).append(_GROUP_NUMBER)
-                else:
-                    self._unknown(element.value)
 
     def _unknown(self, target: cst.BaseExpression) -> None:
         """A binding whose value is not known: the name is no number (nor tensor) by this pass."""
         for node in _names(target):
-            self.scope.values.setdefault(node, []).append(cst.Name("__unknown__"))
+            self.bind(node, cst.Name("__unknown__"))
 
 
 def _key(target: cst.BaseExpression) -> str | None:

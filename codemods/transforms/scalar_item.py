@@ -9,9 +9,11 @@ from typing import Union
 
 import libcst as cst
 
-from codemods.helpers import args as A
-from codemods.helpers.codemod import MigrationCodemod
-from codemods.transforms.loss_reduction import legacy_reduction, losses
+from codemods.gates.loss_reduction import losses
+from codemods.helpers import arguments
+from codemods.helpers.bindings import import_binding
+from codemods.base import MigrationCodemod
+from codemods.helpers.losses import legacy_reduction
 
 # Reductions over every element: 0-dim when no dim is given.
 REDUCTIONS = frozenset({"sum", "mean", "norm", "max", "min", "prod", "std", "var", "median", "nansum", "nanmean"})
@@ -77,7 +79,11 @@ _Value = Union[cst.BaseExpression, _Param, None]
 
 class _Bindings(cst.CSTVisitor):
     """First pass: what each function, the module and each class's `self.x` are assigned, where
-    each function is called from, and how often each name is used other than as a callee."""
+    each function is called from, and how often each name is used other than as a callee.
+
+    Not helpers/bindings.py's `collect_scopes`, on purpose: a value is kept with the environment
+    it was assigned in (to follow it there), a parameter is bound to the calls that pass it, and a
+    tuple unpacking, a loop, `:=` or a multiple assignment binds an opaque value."""
 
     def __init__(self) -> None:
         self.module = _Scope()
@@ -216,11 +222,9 @@ class _Bindings(cst.CSTVisitor):
             self._bind(item.name.value, None)
 
     def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
-        bound = node.asname.name if node.asname is not None else node.name
-        while isinstance(bound, cst.Attribute):
-            bound = bound.value
-        if isinstance(bound, cst.Name):
-            self._bind(bound.value, None)
+        bound = import_binding(node)
+        if bound is not None:
+            self._bind(bound, None)
 
     def visit_Del(self, node: cst.Del) -> None:
         self._target(node.target, None)
@@ -263,12 +267,18 @@ class ScalarItem(MigrationCodemod):
 
     ## Example
     ```python
+    import torch.nn as nn
+
+    criterion = nn.CrossEntropyLoss()
     loss = criterion(output, target)
     total_loss += loss.data[0]
     ```
 
     ## Use instead
     ```python
+    import torch.nn as nn
+
+    criterion = nn.CrossEntropyLoss()
     loss = criterion(output, target)
     total_loss += loss.item()
     ```
@@ -285,7 +295,6 @@ class ScalarItem(MigrationCodemod):
     - https://pytorch.org/blog/pytorch-0_4_0-migration-guide/ (zero-dimensional tensors)
     """
 
-    CODE = "TM003"
     PRUNE = True  # its sites are on trigger lines; the bindings it learns from come from its own full pass
 
     def __init__(self, *args, **kwargs) -> None:
@@ -417,7 +426,7 @@ class ScalarItem(MigrationCodemod):
         `x.size(0)`, `x.numel()`, `x.dim()` or `x.item()`."""
         if isinstance(expr, (cst.Integer, cst.Float)):
             return True
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not A.has_star_args(expr):
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and not arguments.has_star_args(expr):
             method, given = expr.func.attr.value, [a.value for a in expr.args]
             if method in _NUMBER_METHODS and not given:
                 return True
@@ -565,7 +574,7 @@ def _argument(call: cst.Call, param: _Param, shift: int) -> cst.BaseExpression |
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == param.name:
             return arg.value  # a star could not pass it too: that is a TypeError
-    if A.has_star_args(call):
+    if arguments.has_star_args(call):
         return None
     positional = [a for a in call.args if a.keyword is None]
     if param.index is None or param.index < shift:
@@ -605,11 +614,11 @@ def _scalar_read(node: cst.Subscript) -> cst.BaseExpression | None:
 
 def _reduces(call: cst.Call, entry: dict) -> bool:
     """A loss call whose reduction is literally 'mean'/'sum' (the default), legacy flags included."""
-    if A.has_star_args(call):
+    if arguments.has_star_args(call):
         return False
-    bound = A.bind(call, entry["positional"])
-    values = {p: A.literal(bound[p].arg.value) for p in ("size_average", "reduce", "reduction") if p in bound}
-    if not all(A.is_literal(v) for v in values.values()):
+    bound = arguments.bind(call, entry["positional"])
+    values = {p: arguments.literal(bound[p].arg.value) for p in ("size_average", "reduce", "reduction") if p in bound}
+    if not all(arguments.is_literal(v) for v in values.values()):
         return False
     if "size_average" in values or "reduce" in values:
         if values.get("size_average") is not None or values.get("reduce") is not None:
@@ -619,7 +628,7 @@ def _reduces(call: cst.Call, entry: dict) -> bool:
 
 def _full_reduction(call: cst.Call, method: str, *, skip_first: bool) -> bool:
     """`x.sum()`, `torch.sum(x)`, `x.norm(2)`: no dim given (keyword or positional)."""
-    if A.has_star_args(call):
+    if arguments.has_star_args(call):
         return False
     if any(a.keyword is not None and a.keyword.value in _DIM_KEYWORDS for a in call.args):
         return False

@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods.gates.softmax_without_dim import DIM_POSITION
-from codemods.helpers import args as A
-from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers import arguments
+from codemods.base import MigrationCodemod
 
 
 class SoftmaxWithoutDim(MigrationCodemod):
@@ -24,12 +24,18 @@ class SoftmaxWithoutDim(MigrationCodemod):
 
     ## Example
     ```python
+    import torch.nn as nn
+    import torch.nn.functional as F
+
     probs = F.softmax(logits)
     self.act = nn.LogSoftmax()
     ```
 
     ## Use instead
     ```python
+    import torch.nn as nn
+    import torch.nn.functional as F
+
     probs = F.softmax(logits, dim=1)  # or dim=-1: the class dimension
     self.act = nn.LogSoftmax(dim=1)
     ```
@@ -41,18 +47,16 @@ class SoftmaxWithoutDim(MigrationCodemod):
     - https://pytorch.org/docs/stable/generated/torch.nn.functional.softmax.html
     """
 
-    CODE = "TM903"
     PRUNE = True  # its sites are softmax calls on trigger lines
-    SAFETY = "findings-only"  # TM9xx: rewrites nothing (registry.Spec.kind)
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.qualified_name(node.func)
         position = DIM_POSITION.get(name or "")
-        if position is None or A.has_star_args(node):
+        if position is None or arguments.has_star_args(node):
             return
         params = ["input", "dim"] if position == 1 else ["dim"]
-        dim = A.bind(node, params).get("dim")
-        if dim is not None and A.literal(dim.arg.value) is not None:
+        dim = arguments.bind(node, params).get("dim")
+        if dim is not None and arguments.literal(dim.arg.value) is not None:
             return
         short = self.code_for(node.func)
         self.finding(

@@ -63,12 +63,14 @@ class TorchSix(ReferenceCodemod):
     ## Example
     ```python
     from torch._six import string_classes, inf
+
     if isinstance(x, string_classes) or x == inf: ...
     ```
 
     ## Use instead
     ```python
     import math
+
     if isinstance(x, (str, bytes)) or x == math.inf: ...
     ```
 
@@ -82,9 +84,7 @@ class TorchSix(ReferenceCodemod):
     - https://github.com/pytorch/pytorch/releases/tag/v2.0.0 (release notes: `torch._six` removed)
     """
 
-    CODE = "TM007"
     PRUNE = True  # its sites are `torch._six` names and what was imported from it
-    SAFETY = "safe"
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

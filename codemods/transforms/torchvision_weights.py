@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods.gates.torchvision_weights import LEGACY, builders, table
-from codemods.helpers import args as A
-from codemods.helpers.codemod import MigrationCodemod
+from codemods.helpers import arguments
+from codemods.base import MigrationCodemod
 from codemods.helpers.names import attribute_chain
 from codemods.helpers.spelling import head, import_forms
 from codemods.versions import format_version, needed
@@ -47,6 +47,7 @@ class TorchvisionWeights(MigrationCodemod):
     ## Example
     ```python
     from torchvision import models
+
     backbone = models.resnet50(pretrained=True)
     detector = models.detection.fasterrcnn_resnet50_fpn(pretrained=False, pretrained_backbone=use_imagenet)
     ```
@@ -54,10 +55,9 @@ class TorchvisionWeights(MigrationCodemod):
     ## Use instead
     ```python
     from torchvision import models
+
     backbone = models.resnet50(weights=models.ResNet50_Weights.IMAGENET1K_V1)
-    detector = models.detection.fasterrcnn_resnet50_fpn(
-        weights=None, weights_backbone=models.ResNet50_Weights.IMAGENET1K_V1 if use_imagenet else None
-    )
+    detector = models.detection.fasterrcnn_resnet50_fpn(weights=None, weights_backbone=models.ResNet50_Weights.IMAGENET1K_V1 if use_imagenet else None)
     ```
 
     ## Fix safety
@@ -78,7 +78,6 @@ class TorchvisionWeights(MigrationCodemod):
     - `torchvision/models/_utils.py` (`handle_legacy_interface`, `kwonly_to_pos_or_kw`)
     """
 
-    CODE = "TM009"
     PRUNE = True  # its sites are builder calls on trigger lines (or lines using names imported there)
 
     def hold_back(self, node: cst.CSTNode, symbol: str) -> None:
@@ -130,13 +129,13 @@ class TorchvisionWeights(MigrationCodemod):
         """What `weights=` (or `weights_backbone=`) must be for the legacy argument `arg`."""
         info = entry["legacy"][new]
         old = info["from"]
-        value = A.literal(arg.value)
+        value = arguments.literal(arg.value)
         if positional and value not in (True, False):
             raise Undecided(
                 f"the positional argument that fills `{new}` is not a literal bool: it may already be new-style weights",
                 suggestion=f"pass {new}= by keyword",
             )
-        if A.is_literal(value) and not value:
+        if arguments.is_literal(value) and not value:
             return cst.Name("None")
         if "chooser" in info:
             raise Undecided(
@@ -149,7 +148,7 @@ class TorchvisionWeights(MigrationCodemod):
                 suggestion=f"{new}=None, or choose weights from its enum",
             )
         weights = self._spell(info["enum"], info["value"], head(func))
-        if A.is_literal(value):
+        if arguments.is_literal(value):
             return weights
         test = arg.value
         if isinstance(test, _LOOSE):
@@ -209,8 +208,8 @@ def _legacy_arguments(call: cst.Call, entry: dict) -> dict[str, tuple[cst.Arg, b
                 return {}  # more arguments than parameters: a TypeError either way
             name = params[position]
             position += 1
-            value = A.literal(arg.value)
-            new_style = A.is_literal(value) and (value is None or isinstance(value, str))  # weights=None, "IMAGENET1K_V1"
+            value = arguments.literal(arg.value)
+            new_style = arguments.is_literal(value) and (value is None or isinstance(value, str))  # weights=None, "IMAGENET1K_V1"
             if name in entry["legacy"] and position > len(entry["positional"]) and not new_style:
                 _add(found, name, arg, True, entry)
         elif arg.keyword.value in renames:
@@ -240,7 +239,7 @@ def _rewritten(call: cst.Call, entry: dict, values: dict[str, cst.BaseExpression
             name = params[position]
             position += 1
             if position > len(entry["positional"]):
-                arg = A.as_keyword(arg, name)
+                arg = arguments.as_keyword(arg, name)
                 if name in values:
                     arg = arg.with_changes(value=values[name])
         elif arg.keyword is not None and arg.keyword.value in renames:

@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from codemods.engine.discovery import SKIP_DIRS
+from codemods.engine.discovery import SKIP_DIRS, walk
 
 # Directories that are never part of a project's source, whatever .gitignore says.
 NEVER = SKIP_DIRS - {"build", "dist"}
@@ -48,12 +48,7 @@ def _git(directory: Path, *args: str) -> str | None:
 
 
 def _walk(root: Path) -> list[str]:
-    found = []
-    for current, dirs, files in os.walk(root, followlinks=False):
-        here = Path(current)
-        dirs[:] = sorted(d for d in dirs if d not in NEVER and not (here / d / "pyvenv.cfg").exists())
-        found.extend((here / name).relative_to(root).as_posix() for name in sorted(files))
-    return found
+    return [path.relative_to(root).as_posix() for path in walk(root, skip=NEVER)]
 
 
 def source_of(path: Path) -> Source:

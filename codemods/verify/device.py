@@ -10,35 +10,10 @@ import threading
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from codemods import torch_probe
 from codemods.verify import execute
 
 DEVICES = ("auto", "cpu", "cuda")
-
-_PROBE = r"""
-import importlib.util, json, sys
-info = {"python": sys.version.split()[0], "executable": sys.executable, "torch": None,
-        "cuda_available": False, "cuda_version": None, "devices": [], "error": None,
-        "pytest": importlib.util.find_spec("pytest") is not None}
-try:
-    if sys.argv[1:] == ["cpu"]:
-        # GPUs are hidden: only the version matters, and importing torch costs seconds. It is read
-        # from the installed package's metadata (a torch that is installed but does not import
-        # shows as the tests' errors).
-        import importlib.metadata
-        if importlib.util.find_spec("torch") is not None:
-            info["torch"] = importlib.metadata.version("torch")
-    else:
-        import torch
-        info["torch"] = torch.__version__
-        info["cuda_version"] = torch.version.cuda
-        info["cuda_available"] = bool(torch.cuda.is_available())
-        if info["cuda_available"]:
-            info["devices"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-except Exception as exc:
-    info["error"] = "%s: %s" % (type(exc).__name__, exc)
-print("TORCH_MIGRATE_DEVICE " + json.dumps(info))
-"""
-
 
 class DeviceError(Exception):
     """The target interpreter cannot be used, or the requested device is not there."""
@@ -140,13 +115,13 @@ def _ask(python: str, requested: str, timeout: float) -> Device:
     env = environment(python, requested)
     with tempfile.TemporaryDirectory(prefix="torch-migrate-device-") as neutral:  # no local `torch/`
         try:
-            args = [python, "-c", _PROBE, *(["cpu"] if requested == "cpu" else [])]
+            args = [python, "-c", torch_probe.source(), *(["cpu"] if requested == "cpu" else [])]
             done = execute.run(args, Path(neutral), env, timeout, merge_output=False)
         except execute.StartError as exc:
             raise DeviceError(f"the target interpreter cannot start: {exc}") from None
     if done.timed_out:
         raise DeviceError(f"{python} did not answer within {timeout:.0f} s (importing torch)")
-    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("TORCH_MIGRATE_DEVICE ")), None)
+    line = next((ln for ln in done.stdout.splitlines() if ln.startswith(torch_probe.MARKER)), None)
     if done.returncode != 0 or line is None:
         raise DeviceError(f"{python} is not a working Python interpreter (exit {done.returncode}): {done.tail[-500:]}")
     info = json.loads(line.split(" ", 1)[1])

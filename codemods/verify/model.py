@@ -95,6 +95,8 @@ class WithoutCulprits:
     units: list[str]
     regressions: list[str]
     probe: str | None = None  # its probe status, when there is a probe
+    migration: Report | None = field(default=None, repr=False)  # that copy's migration
+    files: dict[str, bytes] = field(default_factory=dict, repr=False)  # changed file -> its content there
 
     @property
     def clean(self) -> bool:
@@ -130,6 +132,8 @@ class VerifyReport:
     copies: str | None = None  # where the copies are, when kept
     baseline: dict[str, str] = field(default_factory=dict, repr=False)  # changed file -> sha256 before
     verified: dict[str, str] = field(default_factory=dict, repr=False)  # changed file -> sha256 after
+    # changed file -> its content in the after copy: what `apply_verified` writes, byte for byte
+    verified_files: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     @property
     def regressions(self) -> list[TestChange]:

@@ -6,7 +6,7 @@ documentation and hands the engine that repair (a text stage: see codemods/gates
 
 from __future__ import annotations
 
-from codemods.helpers.codemod import MigrationCodemod
+from codemods.base import MigrationCodemod
 from codemods.transforms.legacy_syntax.repair import Repaired, repair
 
 
@@ -50,8 +50,6 @@ class LegacySyntax(MigrationCodemod):
     - https://docs.python.org/3/whatsnew/3.7.html (async and await are reserved keywords)
     - https://github.com/pytorch/pytorch/releases/tag/v0.4.0 (`async` renamed to `non_blocking`)
     """
-
-    CODE = "TM000"
 
     @staticmethod
     def repair_text(text: str) -> Repaired | None:

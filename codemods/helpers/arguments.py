@@ -1,0 +1,167 @@
+"""Reading and editing a call's arguments, keeping the call's layout and comments: the one place
+codemods bind arguments to parameters, read literals, and build `name=value` and new arguments.
+
+Reading: `keyword`, `bind` (arguments to a signature's parameters), `literal`, `has_star_args`.
+Editing: `as_keyword`, `remove_args`; `keyword_arg` makes `name=value` (no spaces around `=`, as
+written by hand); `append_args` adds arguments after a call's last one in the call's own layout
+(one line, or one argument per line); `on_one_line` lays out a list of arguments as `a, b, c`
+when a codemod builds the whole list.
+"""
+
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import libcst as cst
+
+_LITERAL_NAMES = {"True": True, "False": False, "None": None}
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Bound:
+    index: int
+    arg: cst.Arg
+    positional: bool
+
+
+def has_star_args(call: cst.Call) -> bool:
+    return any(a.star for a in call.args)
+
+
+def keyword(call: cst.Call, name: str) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def bind(call: cst.Call, positional: Sequence[str]) -> dict[str, Bound]:
+    """Map parameter names to the arguments that fill them (positional by `positional` order)."""
+    bound: dict[str, Bound] = {}
+    position = 0
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            continue
+        if arg.keyword is None:
+            if position < len(positional):
+                bound[positional[position]] = Bound(index, arg, True)
+            position += 1
+        else:
+            bound[arg.keyword.value] = Bound(index, arg, False)
+    return bound
+
+
+def literal(expr: cst.BaseExpression) -> object:
+    """The Python value of a simple literal (True/False/None, int, str), else `MISSING`."""
+    if isinstance(expr, cst.Name) and expr.value in _LITERAL_NAMES:
+        return _LITERAL_NAMES[expr.value]
+    if isinstance(expr, cst.Integer):
+        return int(expr.value, 0)
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        inner = literal(expr.expression)
+        return _MISSING if inner is _MISSING else not inner
+    return _MISSING
+
+
+def is_literal(value: object) -> bool:
+    return value is not _MISSING
+
+
+def as_keyword(arg: cst.Arg, name: str) -> cst.Arg:
+    """A positional argument turned into `name=value`, keeping its comma and whitespace."""
+    return arg.with_changes(
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        ),
+    )
+
+
+def _has_comment(node: cst.CSTNode | cst.MaybeSentinel) -> bool:
+    if not isinstance(node, cst.Comma):
+        return False
+    return "#" in cst.Module(body=[]).code_for_node(node)
+
+
+def _closing(prev: cst.Arg, removed: cst.Arg) -> cst.Arg:
+    """`prev` made the last argument in place of `removed`: it takes over the removed argument's
+    trailing comma (or its absence) and the whitespace before `)`, keeping its own comment."""
+    comma = removed.comma
+    if _has_comment(prev.comma):
+        before = prev.comma.whitespace_after
+        after = comma.whitespace_after if isinstance(comma, cst.Comma) else None
+        if isinstance(before, cst.ParenthesizedWhitespace) and isinstance(after, cst.ParenthesizedWhitespace):
+            comma = prev.comma.with_changes(
+                whitespace_after=before.with_changes(indent=after.indent, last_line=after.last_line)
+            )
+        else:
+            comma = prev.comma
+    return prev.with_changes(comma=comma, whitespace_after_arg=removed.whitespace_after_arg)
+
+
+def remove_args(args: Sequence[cst.Arg], indices: set[int]) -> list[cst.Arg]:
+    """Drop the arguments at `indices`, keeping commas, trailing commas and comments sensible."""
+    last_kept = max((i for i in range(len(args)) if i not in indices), default=None)
+    kept: list[cst.Arg] = []
+    for index, arg in enumerate(args):
+        if index not in indices:
+            kept.append(arg)
+        elif last_kept is not None and index > last_kept and index == max(indices):
+            kept[-1] = _closing(kept[-1], arg)
+    return kept
+
+_SPACE = cst.SimpleWhitespace(" ")
+ARG_SEPARATOR = cst.Comma(whitespace_after=_SPACE)
+"""`, `: what separates arguments on one line."""
+
+
+def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
+    """`name=value`, without a comma."""
+    return as_keyword(cst.Arg(value=value), name)
+
+
+def on_one_line(args: list[cst.Arg], end: cst.Comma | cst.MaybeSentinel = cst.MaybeSentinel.DEFAULT) -> list[cst.Arg]:
+    """`args` separated by `, `; the last one ends with `end` (no comma by default, or the
+    trailing comma of the argument list it replaces). Each keeps its whitespace before `)`."""
+    out = [a.with_changes(comma=cst.Comma(whitespace_after=_SPACE)) for a in args[:-1]]
+    return [*out, args[-1].with_changes(comma=end)]
+
+
+def append_args(call: cst.Call, new: list[cst.Arg]) -> cst.Call:
+    """`call` with `new` arguments after its last one.
+
+    In a call laid out one argument per line with a trailing comma, each new argument gets a
+    line of its own; otherwise they follow on the same line.
+    """
+    if not new:
+        return call
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=on_one_line(new))
+    last = args[-1]
+    trailing = last.comma
+    multiline = (
+        isinstance(trailing, cst.Comma)
+        and isinstance(trailing.whitespace_after, cst.ParenthesizedWhitespace)
+        and len(args) >= 2
+        and isinstance(args[-2].comma, cst.Comma)
+        and isinstance(args[-2].comma.whitespace_after, cst.ParenthesizedWhitespace)
+    )
+    if multiline:
+        between = args[-2].comma  # newline + the arguments' indentation
+        args[-1] = last.with_changes(comma=between)
+        new = [a.with_changes(comma=between) for a in new[:-1]] + [new[-1].with_changes(comma=trailing)]
+        return call.with_changes(args=[*args, *new])
+    # The whitespace before `)` (a newline, in a call closed on its own line) moves to the end.
+    args[-1] = last.with_changes(
+        comma=cst.Comma(whitespace_after=_SPACE), whitespace_after_arg=cst.SimpleWhitespace("")
+    )
+    end = trailing if isinstance(trailing, cst.Comma) else cst.MaybeSentinel.DEFAULT
+    chained = on_one_line(new, end)
+    chained[-1] = chained[-1].with_changes(whitespace_after_arg=last.whitespace_after_arg)
+    return call.with_changes(args=[*args, *chained])

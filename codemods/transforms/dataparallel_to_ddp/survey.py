@@ -1,0 +1,374 @@
+"""TM103's survey: one read-only walk of the original module, before anything is decided.
+
+`survey_module` records every site TM103 may touch (the DataParallel wraps, the DataLoaders, the
+epoch loops, the `torch.save` and print/logging lines, the GPU tests a wrap sits under) with the
+scope it is in, and whether the module is a training entry point. Its result, `ModuleSurvey`, is
+frozen: the plan (plan.py) decides from it alone, and the transform only reads it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Mapping, NamedTuple
+
+import libcst as cst
+
+from codemods.helpers import arguments
+from codemods.helpers import ddp
+from codemods.helpers.names import dotted
+
+from .symbols import (
+    ALREADY_DISTRIBUTED,
+    DATALOADER,
+    DATAPARALLEL,
+    DISTRIBUTED_WORDS,
+    LOADER_POSITIONAL,
+    SURVEYED,
+    WRAP_WORDS,
+)
+from .syntax import assigned_name, is_main_guard
+
+if TYPE_CHECKING:
+    from codemods.base import MigrationCodemod
+    from codemods.helpers.context import FileContext
+
+# Calls that may appear in a print/log statement we move under `if is_main_process():` (skipping
+# anything else on the other ranks could skip a side effect).
+PURE_METHODS = frozenset({"item", "format", "size", "dim", "numel", "tolist", "keys", "values", "items", "join"})
+PURE_FUNCTIONS = frozenset({"str", "len", "round", "float", "int", "repr", "abs", "min", "max", "sum", "type"})
+PURE_QUALIFIED = frozenset({"time.time", "torch.cuda.device_count", "torch.cuda.is_available"})
+LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
+# Top-level calls that make a module a command-line entry point.
+ENTRY_CALLS = frozenset({"parse_args", "parse_known_args"})
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The function and the class a site is in (None at module level)."""
+
+    func: cst.CSTNode | None = None
+    klass: cst.ClassDef | None = None
+
+
+class WrapSite(NamedTuple):
+    """A `DataParallel(...)` call, the statement line it is on, and its scope."""
+
+    call: cst.Call
+    line: cst.SimpleStatementLine | None
+    scope: Scope
+
+
+class ClassBase(NamedTuple):
+    """A base of a class: its qualified name, and the last part of its spelling."""
+
+    qualified: str | None
+    last: str
+
+
+@dataclass(frozen=True)
+class LoaderSite:
+    """A `DataLoader(...)` call; `line` is set when it is assigned to `target` on its own line."""
+
+    call: cst.Call
+    line: cst.SimpleStatementLine | None
+    target: str | None
+    scope: Scope
+    shuffle: cst.BaseExpression | None = None
+    inside: tuple[cst.For, ...] = ()  # the for loops around it
+
+
+@dataclass(frozen=True)
+class ModuleSurvey:
+    """What one read of the original module found (every node is the original tree's)."""
+
+    module: cst.Module
+    lean: bool  # only the statements naming DataParallel or a distributed path were read
+    wraps: tuple[WrapSite, ...]
+    wrapped_where: Mapping[str, frozenset]  # name -> scopes (class, function, "module") it is wrapped in
+    wrap_lines: Mapping[cst.SimpleStatementLine, cst.Call]  # `x = DataParallel(...)` lines
+    conditions: Mapping[cst.Call, cst.If]  # a wrap -> the innermost `if` it is under
+    loaders: tuple[LoaderSite, ...]
+    epoch_loops: tuple[tuple[cst.For, Scope], ...]  # `for epoch in range(...)`
+    saves: tuple[cst.SimpleStatementLine, ...]  # `torch.save(...)` lines
+    prints: tuple[cst.SimpleStatementLine, ...]  # print/logging lines that call nothing impure
+    ifs: tuple[cst.If, ...]
+    ifexps: tuple[cst.IfExp, ...]
+    names: frozenset[str]  # every plain name the module uses
+    distributed: tuple[cst.Call, ...]  # calls of its own distributed path
+    methods: Mapping[tuple[int, str], cst.FunctionDef]  # (id of the class, name) -> method
+    functions: Mapping[str, cst.FunctionDef]  # the module's own top-level functions
+    class_bases: Mapping[int, tuple[ClassBase, ...]]  # id of a class a wrap is in -> its bases
+    # a training entry point: `if __name__ == "__main__":` or top-level argument parsing,
+    # with a backward pass and an optimizer step somewhere in the file
+    entry: bool
+    backward: bool
+    step: bool
+
+    @property
+    def trains(self) -> bool:
+        return self.entry and self.backward and self.step
+
+
+def survey_module(codemod: MigrationCodemod, module: cst.Module) -> ModuleSurvey:
+    """Survey `module` for `codemod` (its imports resolve names; its positions are remembered
+    for the findings reported once the walk is over)."""
+    # Speed: a file that cannot be a training entry point is never restructured, and then only
+    # its DataParallel sites, its distributed path and its type tests matter: the survey (and the
+    # transform's walk) read just the statements that name them.
+    source = codemod.source
+    lean = source is not None and not may_train(source) and not renamed_by_repo(codemod.file)
+    visitor = _SurveyVisitor(codemod)
+    if lean:
+        codemod.visit_where(module, visitor, WRAP_WORDS, DISTRIBUTED_WORDS)
+    else:
+        codemod.visit_where(module, visitor)
+    return visitor.result(module, lean)
+
+
+def may_train(text: str) -> bool:
+    """Whether the survey could find a training entry point in `text`: a `backward()`, a
+    `step()` and a `__main__` guard or top-level `parse_args()`. Each is a name the survey
+    compares as libcst spells it, so each is in the text wherever it is in the tree."""
+    return "backward" in text and "step" in text and ("__name__" in text or "parse_args" in text or "parse_known_args" in text)
+
+
+def renamed_by_repo(file: FileContext) -> bool:
+    """Whether a module of the repository that this file imports from (by a star import or an
+    import of the module) exports DataParallel or the distributed path under another name (`DP`,
+    `DDP`): then a site may be on a line without the words (RepoFacts.imported_names: entries
+    `S importer module`, `M importer spelling module`, `E module name qualified star`)."""
+    entries = file.facts.imported_names
+    if not entries:
+        return False
+    here = os.path.abspath(file.path)
+    read = set()
+    for entry in entries:
+        kind, *rest = entry.split("\t")
+        if kind in ("S", "M") and rest[0] == here:
+            read.add(rest[-1])
+    if not read:
+        return False
+    for entry in entries:
+        kind, *rest = entry.split("\t")
+        if kind == "E" and rest[0] in read:
+            name, qualified = rest[1], rest[2]
+            if qualified in SURVEYED and qualified.rsplit(".", 1)[-1] != name:
+                return True
+    return False
+
+
+class _SurveyVisitor(cst.CSTVisitor):
+    """The walk behind `survey_module`: every site TM103 may touch, with its enclosing scope."""
+
+    def __init__(self, codemod: MigrationCodemod) -> None:
+        self.codemod = codemod
+        self.scopes: list[Scope] = [Scope()]
+        self.lines: list[cst.SimpleStatementLine] = []
+        self.fors: list[cst.For] = []
+        self.open_ifs: list[cst.If] = []
+        self.not_names: set[int] = set()  # the ids of the Names that are keywords or attributes
+        self.loggers: set[str] = set()
+        self.wraps: list[WrapSite] = []
+        self.wrapped_where: dict[str, set] = {}
+        self.wrap_lines: dict[cst.SimpleStatementLine, cst.Call] = {}
+        self.conditions: dict[cst.Call, cst.If] = {}
+        self.loaders: list[LoaderSite] = []
+        self.epoch_loops: list[tuple[cst.For, Scope]] = []
+        self.saves: list[cst.SimpleStatementLine] = []
+        self.prints: list[cst.SimpleStatementLine] = []
+        self.ifs: list[cst.If] = []
+        self.ifexps: list[cst.IfExp] = []
+        self.names: set[str] = set()
+        self.distributed: list[cst.Call] = []
+        self.methods: dict[tuple[int, str], cst.FunctionDef] = {}
+        self.functions: dict[str, cst.FunctionDef] = {}
+        self.entry = False
+        self.backward = False
+        self.step = False
+
+    def result(self, module: cst.Module, lean: bool) -> ModuleSurvey:
+        classes = {id(site.scope.klass): site.scope.klass for site in self.wraps if site.scope.klass is not None}
+        return ModuleSurvey(
+            module=module,
+            lean=lean,
+            wraps=tuple(self.wraps),
+            wrapped_where=MappingProxyType({k: frozenset(v) for k, v in self.wrapped_where.items()}),
+            wrap_lines=MappingProxyType(self.wrap_lines),
+            conditions=MappingProxyType(self.conditions),
+            loaders=tuple(self.loaders),
+            epoch_loops=tuple(self.epoch_loops),
+            saves=tuple(self.saves),
+            prints=tuple(self.prints),
+            ifs=tuple(self.ifs),
+            ifexps=tuple(self.ifexps),
+            names=frozenset(self.names),
+            distributed=tuple(self.distributed),
+            methods=MappingProxyType(self.methods),
+            functions=MappingProxyType(self.functions),
+            class_bases=MappingProxyType({key: self._bases(klass) for key, klass in classes.items()}),
+            entry=self.entry,
+            backward=self.backward,
+            step=self.step,
+        )
+
+    # scopes
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        if ddp.MARKER in (node.get_docstring(clean=False) or ""):
+            return False  # a helper generated by an earlier run
+        klass = self.scopes[-1].klass
+        if klass is not None and self.scopes[-1].func is None:
+            self.methods[(id(klass), node.name.value)] = node
+        elif self._at_top():
+            self.functions[node.name.value] = node
+        self.scopes.append(Scope(node, klass))
+        return True
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        if ddp.MARKER not in (original_node.get_docstring(clean=False) or ""):
+            self.scopes.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.scopes.append(Scope(None, node))
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.scopes.pop()
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.lines.append(node)
+        if len(node.body) == 1 and isinstance(node.body[0], cst.Expr) and isinstance(node.body[0].value, cst.Call):
+            call = node.body[0].value
+            name = self.codemod.qualified_name(call.func)
+            if name == "torch.save":
+                self.saves.append(node)
+            elif self._is_log(call) and self._pure(call):
+                self.prints.append(node)
+        if len(node.body) == 1 and isinstance(node.body[0], cst.Assign):
+            assign = node.body[0]
+            value = assign.value
+            if isinstance(value, cst.Call) and self.codemod.qualified_name(value.func) == "logging.getLogger":
+                for t in assign.targets:
+                    if dotted(t.target):
+                        self.loggers.add(dotted(t.target))
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine) -> None:
+        self.lines.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        self.fors.append(node)
+        if isinstance(node.target, cst.Name) and self._counts_epochs(node.iter):
+            self.epoch_loops.append((node, self.scopes[-1]))
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self.fors.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        if self._at_top() and is_main_guard(node.test):
+            self.entry = True
+        self.ifs.append(node)
+        self.open_ifs.append(node)
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.open_ifs.pop()
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self.ifexps.append(node)
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.not_names.add(id(node.keyword))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.not_names.add(id(node.attr))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self.not_names:
+            self.names.add(node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.codemod.qualified_name(node.func)
+        line = self.lines[-1] if self.lines else None
+        if isinstance(node.func, cst.Attribute):
+            method, owner = node.func.attr.value, (dotted(node.func.value) or "").lower()
+            self.backward = self.backward or method == "backward"
+            # an optimizer's (or a GradScaler's) step; a scheduler's step alone is no training
+            self.step = self.step or (method == "step" and "sched" not in owner)
+            if method in ENTRY_CALLS and self._at_top():
+                self.entry = True
+        if name in ALREADY_DISTRIBUTED:
+            self.distributed.append(node)
+        if name in DATAPARALLEL or name in DATALOADER:
+            self.codemod.remember(node)  # reported from visit_Module, after this walk
+        if name in DATAPARALLEL:
+            self.wraps.append(WrapSite(node, line, self.scopes[-1]))
+            if self.open_ifs:
+                self.conditions[node] = self.open_ifs[-1]
+            target = assigned_name(line, node)
+            if target is not None:
+                scope = self.scopes[-1]
+                where = id(scope.klass) if target.startswith("self.") else (id(scope.func) if scope.func else "module")
+                self.wrapped_where.setdefault(target, set()).add(where)
+                self.wrap_lines[line] = node
+        elif name in DATALOADER:
+            target = assigned_name(line, node, chain=False)
+            bound = arguments.bind(node, LOADER_POSITIONAL)
+            shuffle = bound["shuffle"].arg.value if "shuffle" in bound else None
+            self.loaders.append(
+                LoaderSite(node, line if target else None, target, self.scopes[-1], shuffle, tuple(self.fors))
+            )
+
+    def _bases(self, klass: cst.ClassDef) -> tuple[ClassBase, ...]:
+        return tuple(
+            ClassBase(self.codemod.qualified_name(base.value), (dotted(base.value) or "").rsplit(".", 1)[-1])
+            for base in klass.bases
+        )
+
+    # predicates
+    def _at_top(self) -> bool:
+        return self.scopes[-1].func is None and self.scopes[-1].klass is None
+
+    def _counts_epochs(self, expr: cst.BaseExpression) -> bool:
+        if not isinstance(expr, cst.Call):
+            return False
+        func = dotted(expr.func) or ""
+        if func in {"range", "trange"} or func.endswith(".trange"):
+            return True
+        if (func == "tqdm" or func.endswith(".tqdm")) and expr.args:
+            return self._counts_epochs(expr.args[0].value)
+        return False
+
+    def _is_log(self, call: cst.Call) -> bool:
+        if isinstance(call.func, cst.Name) and call.func.value == "print":
+            return "print" not in self.codemod.imports.shadowed
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in LOG_LEVELS:
+            owner = dotted(call.func.value)
+            return owner in self.loggers or self.codemod.qualified_name(call.func.value) == "logging"
+        return False
+
+    def _pure(self, call: cst.Call) -> bool:
+        checker = _PureCheck(self.codemod)
+        for arg in call.args:
+            arg.value.visit(checker)
+        return checker.pure
+
+
+class _PureCheck(cst.CSTVisitor):
+    """Whether an expression calls only what has no side effects (PURE_*)."""
+
+    def __init__(self, codemod: MigrationCodemod) -> None:
+        self.codemod = codemod
+        self.pure = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Name) and func.value in PURE_FUNCTIONS:
+            return
+        if self.codemod.qualified_name(func) in PURE_QUALIFIED:
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value in PURE_METHODS:
+            return
+        self.pure = False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
