@@ -36,7 +36,7 @@ from codemods.helpers.import_edits import ImportItem
 from codemods.helpers.noqa import is_suppressed
 from codemods.helpers.patterns import Words
 from codemods.helpers.scan import Scan, names_taken
-from codemods.helpers.sites import Pruner, prune_visit
+from codemods.engine.statement_map import Pruner, prune_visit
 from codemods.results import Finding
 from codemods.versions import NEWEST, format_version, needed
 
@@ -68,7 +68,7 @@ class MigrationCodemod(Walk):
     PRUNE: ClassVar[bool] = False
     """True: every site of this codemod, and everything it needs to decide one, lies in statements
     whose lines match its triggers (or its gate's `sites`), so the walk skips every other
-    statement (helpers/sites.py). False for a codemod that learns from statements without its
+    statement (engine/statement_map.py). False for a codemod that learns from statements without its
     words."""
 
     def __init_subclass__(cls, **kwargs) -> None:

@@ -1,9 +1,9 @@
-"""Statement pruning (helpers/sites.py) changes how much of a tree a codemod walks, never what it does.
+"""Statement pruning (engine/statement_map.py) changes how much of a tree a codemod walks, never what it does.
 
 Each check runs the same input with and without the shortcut and compares: the output, the
 rewrite counts and the findings (with their lines) of every codemod that prunes, over every
 fixture of every codemod (all of them, so a codemod meets others' inputs too); positions from
-`Sites.position` against libcst's PositionProvider for every node of real-looking files; the
+`StatementMap.position` against libcst's PositionProvider for every node of real-looking files; the
 import remover against what a reader would call used.
 """
 
@@ -19,7 +19,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from codemods import registry
 from codemods.api import transform_source
 from codemods.helpers.patterns import Words
-from codemods.helpers.sites import Sites
+from codemods.engine.statement_map import StatementMap
 from tests.conftest import FIXTURES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,11 +59,11 @@ def test_pruned_walk_does_what_the_full_walk_does(spec: registry.Spec) -> None:
 def test_pruning_skips_statements_without_the_codemod_words() -> None:
     source = "import torch\n\ndef f(x):\n    y = x + 1\n    return y\n\ndef g(x):\n    return x.cuda()\n"
     tree = cst.parse_module(source)
-    sites = Sites.of(source, tree)
+    sites = StatementMap.of(source, tree)
     assert sites is not None
     f, g = tree.body[1], tree.body[2]
     assert sites.spans[id(f)][1:] == (3, 5) and sites.spans[id(g)][1:] == (7, 8)
-    from codemods.helpers.sites import Pruner
+    from codemods.engine.statement_map import Pruner
 
     pruner = Pruner(sites, sites.hits([Words(r"\.cuda\b")]))
     assert pruner.skips(f) and not pruner.skips(g)
@@ -73,7 +73,7 @@ def test_pruning_skips_statements_without_the_codemod_words() -> None:
 def test_an_alias_bound_on_a_trigger_line_makes_its_uses_sites() -> None:
     source = "from torch.autograd import Variable as V\n\na = 1\nb = V(a)\n"
     tree = cst.parse_module(source)
-    assert Sites.of(source, tree).hits([Words(r"\bVariable\b")]) == [1, 4]
+    assert StatementMap.of(source, tree).hits([Words(r"\bVariable\b")]) == [1, 4]
 
 
 @pytest.mark.parametrize(
@@ -86,7 +86,7 @@ def test_no_pruning_when_lines_cannot_be_trusted(source: str) -> None:
         tree = cst.parse_module(source)
     except cst.ParserSyntaxError:
         tree = cst.parse_module("pass\n")
-    sites = Sites.of(source, tree)
+    sites = StatementMap.of(source, tree)
     if "\r\n" in source and "\ry" not in source:
         assert sites is not None  # CRLF files are common and fine
     else:
@@ -98,7 +98,7 @@ def _positions_agree(source: str) -> int:
         tree = cst.parse_module(source)
     except cst.ParserSyntaxError:
         return 0  # the bad-input fixtures
-    sites = Sites.of(source, tree)
+    sites = StatementMap.of(source, tree)
     if sites is None:
         return 0  # a Python 2 fixture: ast refuses it, and the engine does not prune it
     full = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
@@ -168,10 +168,10 @@ def test_positions_from_the_statement_map_are_libcsts(spec: registry.Spec, monke
     """Every codemod, pruning or not, reports the lines and columns libcst's PositionProvider
     gives (what it falls back to without a statement map): also for nodes reported after the
     walk that found them (TM103's survey) and from leave_ handlers."""
-    from codemods.helpers import sites
+    from codemods.engine import statement_map as sites
 
     with_map = [_outcome(spec, path.read_text(), spec.codemod.PRUNE) for path in INPUTS]
-    monkeypatch.setattr(sites.Sites, "of", classmethod(lambda cls, *args: None))
+    monkeypatch.setattr(sites.StatementMap, "of", classmethod(lambda cls, *args: None))
     without = [_outcome(spec, path.read_text(), spec.codemod.PRUNE) for path in INPUTS]
     assert with_map == without
     assert any(findings for _, _, findings, _ in with_map) or spec.code in {"TM000", "TM007"}
@@ -219,7 +219,7 @@ def test_the_ast_gate_declines_look_alikes_before_libcst_parses(code: str, sourc
 def test_scan_reads_the_statements_on_hit_lines_and_resolves_through_imports() -> None:
     import ast
 
-    from codemods.helpers.sites import Scan
+    from codemods.engine.statement_map import Scan
 
     source = (
         "import numpy as N\n"

@@ -40,7 +40,7 @@ FORMAT = 1
 
 
 @dataclass(frozen=True)
-class Outcome:
+class FileOutcome:
     """What the pipeline made of one file's bytes; everything a FileResult needs but the diff."""
 
     status: Status
@@ -61,7 +61,7 @@ class Outcome:
         }
 
     @classmethod
-    def from_json(cls, raw: dict) -> Outcome:
+    def from_json(cls, raw: dict) -> FileOutcome:
         status = Status(raw["status"])
         rewrites = {str(k): int(v) for k, v in raw["rewrites"].items()}
         findings = tuple(Finding(**f) for f in raw["findings"])
@@ -122,12 +122,12 @@ class Cache:
     def _path(self, key: str, kind: str = "") -> Path:
         return self.directory / f"v{FORMAT}" / (kind or key[:2]) / f"{key}.json"
 
-    def get(self, key: str) -> Outcome | None:
+    def get(self, key: str) -> FileOutcome | None:
         try:
             raw = json.loads(self._path(key).read_bytes())
             if not isinstance(raw, dict) or raw.get("key") != key:
                 raise ValueError("not this key's entry")
-            outcome = Outcome.from_json(raw["outcome"])
+            outcome = FileOutcome.from_json(raw["outcome"])
         except FileNotFoundError:
             self.misses += 1
             return None
@@ -137,7 +137,7 @@ class Cache:
         self.hits += 1
         return outcome
 
-    def put(self, key: str, outcome: Outcome) -> None:
+    def put(self, key: str, outcome: FileOutcome) -> None:
         self._write(key, {"key": key, "outcome": outcome.to_json()})
 
     def _write(self, key: str, record: dict, kind: str = "") -> None:

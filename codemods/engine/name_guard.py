@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from codemods.helpers.context import FileContext
-    from codemods.helpers.sites import Sites
+    from codemods.engine.statement_map import StatementMap
     from codemods.registry import Spec
 
 # torch 2.x `Tensor.to(device=None, dtype=None, non_blocking=False, copy=False, *,
@@ -267,7 +267,7 @@ class Replay:
     tree: cst.Module
     specs: Sequence[Spec]
     file: FileContext
-    sites: Sites | None
+    statement_map: StatementMap | None
     declined: frozenset[str]
     run: Callable  # engine/pipeline.py's _run
     compile_error: Callable[[str, str], object]
@@ -298,7 +298,7 @@ def _attribute(replay: Replay, base: Profile, dropped: Iterable[str]) -> dict[st
             continue
         # Once the tree changed, gates and the statement map (speed only) no longer apply.
         new, rewrites, _, text = replay.run(
-            tree, [spec], replay.file, None if changed else replay.sites, frozenset() if changed else replay.declined
+            tree, [spec], replay.file, None if changed else replay.statement_map, frozenset() if changed else replay.declined
         )
         if not rewrites:
             continue
@@ -338,7 +338,7 @@ def _finding(spec: Spec, breakages: Sequence[Breakage], source: str, output: str
         column=0,
         message=f"{spec.code} ({spec.name}) not applied to this file: its rewrite would leave {reasons}",
         safety=spec.codemod.SAFETY,
-        suggestion=f"migrate this file's {spec.code} sites by hand, or report it as a torch-migrate bug",
+        suggestion=f"migrate this file's {spec.code} statement_map by hand, or report it as a torch-migrate bug",
     )
 
 
@@ -361,7 +361,7 @@ def guard(source: str, code: str, rewrote: Iterable[str], replay: Replay) -> Gua
     after = profile(code, path, target=target, facts=facts)
     if after is not None and not after.breakages:
         return None  # most outputs (71 of 76 changed corpus files): then the input needs no check
-    scan = replay.sites.scan if replay.sites is not None else None  # the engine's ast of `source`
+    scan = replay.statement_map.scan if replay.statement_map is not None else None  # the engine's ast of `source`
     base = profile(source, path, scan.module if scan is not None and scan.source == source else None, target, facts)
     if base is None or _untolerated(after, base, rewrote) is False:
         return None
@@ -376,7 +376,7 @@ def guard(source: str, code: str, rewrote: Iterable[str], replay: Replay) -> Gua
             dropped[culprit] = tuple(breakages)
             findings.append(_finding(by_code[culprit], breakages, source, output, path))
         tree, rewrites, found, text = replay.run(
-            replay.tree, [s for s in replay.specs if s.code not in dropped], replay.file, replay.sites, replay.declined
+            replay.tree, [s for s in replay.specs if s.code not in dropped], replay.file, replay.statement_map, replay.declined
         )
         code = (text if text is not None else tree.code) if rewrites else source
         broken = _untolerated(profile(code, path, target=target, facts=facts), base, rewrites)

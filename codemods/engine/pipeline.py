@@ -22,7 +22,7 @@ from codemods.results import Finding, Problem
 if TYPE_CHECKING:
     import libcst as cst
 
-    from codemods.helpers.sites import Sites
+    from codemods.engine.statement_map import StatementMap
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def _run(
     tree: cst.Module,
     specs: Sequence[Spec],
     file: FileContext,
-    sites: Sites | None = None,
+    statement_map: StatementMap | None = None,
     declined: frozenset[str] = frozenset(),
 ):
     """Run `specs` over `tree`; returns (tree, rewrites, findings, tree's code when already made)
@@ -106,12 +106,12 @@ def _run(
     an earlier codemod rewrote the tree and their gate then finds something in the new text (TM004
     adding `import torch` makes a bare `torch.load(...)` TM301's).
 
-    `sites` (the statement map of the text `tree` was parsed from) lets codemods with PRUNE skip
+    `statement_map` (the statement map of the text `tree` was parsed from) lets codemods with PRUNE skip
     the statements that hold none of their words. After a codemod rewrote the tree, the map is
     made again from the new text before the next codemod (statements it rebuilt are not in the
     old map, and positions for them would cost a layout of the whole module)."""
     from codemods.engine.walk import CodemodContext
-    from codemods.helpers.sites import Sites
+    from codemods.engine.statement_map import StatementMap
 
     rewrites: dict[str, int] = {}
     findings: list[Finding] = []
@@ -120,16 +120,16 @@ def _run(
     for spec in specs:
         if stale:
             text = tree.code
-            sites, stale = Sites.of(text, tree, Scan.of(text, file.facts, file.path)), False
+            statement_map, stale = StatementMap.of(text, tree, Scan.of(text, file.facts, file.path)), False
         if spec.code in declined:
             if not rewrites:
                 continue
-            scan = sites.scan if sites is not None else Scan.of(tree.code, file.facts, file.path)
+            scan = statement_map.scan if statement_map is not None else Scan.of(tree.code, file.facts, file.path)
             if scan is not None and not spec.gate.may_act(scan, spec.sites, file.facts):
                 continue
         # A fresh context per codemod: chained codemods sharing one re-apply each other's imports.
         codemod = spec.codemod(CodemodContext(filename=file.path), file)
-        codemod._prepare(sites, spec.sites if codemod.PRUNE else None)
+        codemod._prepare(statement_map, spec.sites if codemod.PRUNE else None)
         try:
             new = codemod.transform_module(tree)
         except Exception as exc:
@@ -138,7 +138,7 @@ def _run(
         if codemod.rewrites:
             rewrites[spec.code] = codemod.rewrites
             tree, text = new, None
-            stale = sites is not None
+            stale = statement_map is not None
     return tree, rewrites, findings, text
 
 
@@ -149,10 +149,10 @@ class _CodemodFailed(Exception):
         self.reason = reason
 
 
-def _culprit(tree: cst.Module, specs: Sequence[Spec], file: FileContext, sites: Sites | None) -> str:
+def _culprit(tree: cst.Module, specs: Sequence[Spec], file: FileContext, statement_map: StatementMap | None) -> str:
     """Replay the pipeline one codemod at a time; the first whose output stops compiling."""
     for spec in specs:
-        tree, rewrites, _, _ = _run(tree, [spec], file, sites)
+        tree, rewrites, _, _ = _run(tree, [spec], file, statement_map)
         if rewrites and _compile_error(tree.code, file.path) is not None:
             return spec.code
     return specs[-1].code if specs else "?"
@@ -168,7 +168,7 @@ def _firing(specs: Sequence[Spec], source: str, file: FileContext) -> list[Spec]
 
 
 def _gated(firing: list[Spec], source: str, file: FileContext) -> tuple[frozenset[str], Scan | None]:
-    """The codes in `firing` whose ast gate finds none of their sites in `source` (most files
+    """The codes in `firing` whose ast gate finds none of their statement_map in `source` (most files
     that say `softmax` pass `dim=`; most `.float` is `x.float()`, not `np.float`), and the Scan,
     which the statement map reuses. Without an ast (a syntax error, Python 2), none."""
     gated = [s for s in firing if s.gate.may_act is not None]
@@ -205,11 +205,11 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
     firing = [s for s in firing if s.stage is not Stage.TEXT]
     # The statement map prunes walks, and gives findings their positions at the cost of one
     # statement's layout instead of the whole module's: made for every parsed file.
-    from codemods.helpers.sites import Sites
+    from codemods.engine.statement_map import StatementMap
 
-    sites = Sites.of(source, tree, scan if scan is not None else Scan.of(source, file.facts, file.path))
+    statement_map = StatementMap.of(source, tree, scan if scan is not None else Scan.of(source, file.facts, file.path))
     try:
-        new_tree, rewrites, findings, new_code = _run(tree, firing, file, sites, declined)
+        new_tree, rewrites, findings, new_code = _run(tree, firing, file, statement_map, declined)
     except _CodemodFailed as exc:
         return Result(
             code=original, parsed=True, problem=Problem(file.path, 0, f"internal error: {exc.reason}", exc.code)
@@ -237,12 +237,12 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
         if before is not None:
             reason = f"does not compile with this Python ({before.msg}); left as it is"
             return Result(code=original, parsed=True, problem=Problem(file.path, before.lineno or 0, reason))
-        culprit = _culprit(tree, firing, file, sites)
+        culprit = _culprit(tree, firing, file, statement_map)
         reason = f"internal error: the rewrite would not compile ({error.msg}); file left untouched"
         return Result(code=original, parsed=True, problem=Problem(file.path, error.lineno or 0, reason, culprit))
     # The name guard (engine/name_guard.py): a codemod whose output leaves a name unbound, an
     # import unused or doubled, or a `.to()` torch refuses is dropped from this file, with a finding.
-    guarded = name_guard.guard(source, code, rewrites, name_guard.Replay(tree, firing, file, sites, declined, _run, _compile_error))
+    guarded = name_guard.guard(source, code, rewrites, name_guard.Replay(tree, firing, file, statement_map, declined, _run, _compile_error))
     if guarded is not None:
         code, found = guarded.code, (*repaired, *guarded.findings)
         rewrites = {**repairs, **guarded.rewrites}

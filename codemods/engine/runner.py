@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
-from codemods.engine.cache import Cache, Outcome
+from codemods.engine.cache import Cache, FileOutcome
 from codemods.engine.interrupt import Interrupted, StopFlag, deferred_interrupt, ignore_sigint
 from codemods.engine.pipeline import transform_source
 from codemods.engine.source import Decoded, SourceError, decode
@@ -139,20 +139,20 @@ def _write(path: Path, source: Decoded, code: str, display: str, findings) -> Fi
     return None
 
 
-def _outcome(data: bytes, display: str, specs: tuple[Spec, ...], plan: Plan) -> tuple[Outcome, Decoded | None]:
+def _outcome(data: bytes, display: str, specs: tuple[Spec, ...], plan: Plan) -> tuple[FileOutcome, Decoded | None]:
     """What the pipeline makes of a module's bytes: the part of `process_file` that is cached."""
     try:
         source = decode(data)
     except SourceError as exc:
-        return Outcome(Status.ERROR, {}, problem=Problem(display, exc.line, exc.reason)), None
+        return FileOutcome(Status.ERROR, {}, problem=Problem(display, exc.line, exc.reason)), None
     result = transform_source(source.text, specs, plan.context(display))
     notes = tuple(result.notes)
     if result.problem is not None:
-        return Outcome(Status.ERROR, {}, result.findings, result.problem, notes), source
+        return FileOutcome(Status.ERROR, {}, result.findings, result.problem, notes), source
     if not result.changed:
         status = Status.UNCHANGED if result.parsed else Status.SKIPPED
-        return Outcome(status, {}, result.findings, notes=notes), source
-    return Outcome(Status.CHANGED, dict(result.rewrites or {}), result.findings, None, notes, result.code), source
+        return FileOutcome(status, {}, result.findings, notes=notes), source
+    return FileOutcome(Status.CHANGED, dict(result.rewrites or {}), result.findings, None, notes, result.code), source
 
 
 @lru_cache(maxsize=4)

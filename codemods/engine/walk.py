@@ -7,13 +7,13 @@ generation, an empty batched-metadata pass, the import scan and the transform it
 through the matcher machinery for every node). Here the transform is the only full walk:
 
 - positions are computed on first use (most files never produce a finding), from the layout of
-  the one statement that holds the node (`Sites.position`), or else libcst's PositionProvider;
+  the one statement that holds the node (`StatementMap.position`), or else libcst's PositionProvider;
 - other metadata providers are resolved only when a codemod declares them;
 - imports are read from the statements alone (helpers/names.py), and the imports a codemod
   queues are edited after its walk (helpers/import_edits.py);
 - `visit_X`/`leave_X` dispatch is looked up once per node type and codemod class;
 - the statements that hold none of the codemod's words are skipped unvisited (`PRUNE`,
-  helpers/sites.py), and the tree is never copied (each codemod gets a tree nobody else holds
+  engine/statement_map.py), and the tree is never copied (each codemod gets a tree nobody else holds
   metadata for).
 
 Importing `libcst.codemod` would import `libcst.matchers`, a large share of a small run's time:
@@ -42,7 +42,7 @@ from codemods.helpers.context import FileContext
 from codemods.helpers.import_edits import ImportItem, TopImportsAdder, UsedNamesRemover
 from codemods.helpers.names import Imports
 from codemods.helpers.patterns import Words
-from codemods.helpers.sites import Pruner, Sites, prune_visit
+from codemods.engine.statement_map import Pruner, StatementMap, prune_visit
 from codemods.versions import NEWEST
 
 # codemod class -> (prefix, node type, attribute) -> method name or None
@@ -120,9 +120,9 @@ class Walk(cst.CSTTransformer):
         self.file = file or FileContext()
         self.imports = Imports()
         self._walk_pruner: Pruner | None = None  # set by the engine when PRUNE and the file allows it
-        self._statement_map: Sites | None = None  # the statement map, when the file allows pruning
+        self._statement_map: StatementMap | None = None  # the statement map, when the file allows pruning
         self._skipped: cst.CSTNode | None = None
-        # The walk's path, for positions (Sites.position): the statements of this text it is in,
+        # The walk's path, for positions (StatementMap.position): the statements of this text it is in,
         # each with how many of the open indented blocks enclose it.
         self._open_statements: list[tuple[cst.CSTNode, int]] = []
         self._open_blocks: list[cst.IndentedBlock] = []
@@ -134,12 +134,12 @@ class Walk(cst.CSTTransformer):
 
     # -- what the engine calls -------------------------------------------------------------
 
-    def _prepare(self, sites: Sites | None, words: Sequence[Words] | None) -> None:
+    def _prepare(self, statement_map: StatementMap | None, words: Sequence[Words] | None) -> None:
         """Before `transform_module`: the text's statement map, and (for a codemod with PRUNE)
         the words whose lines its walk visits."""
-        self._statement_map = sites
-        if sites is not None and words is not None:
-            self._walk_pruner = Pruner(sites, sites.hits(words))
+        self._statement_map = statement_map
+        if statement_map is not None and words is not None:
+            self._walk_pruner = Pruner(statement_map, statement_map.hits(words))
 
     def transform_module(self, tree: cst.Module) -> cst.Module:
         """This codemod over `tree`, then the import edits it asked for: the new tree."""

@@ -133,7 +133,7 @@ class Spec:
 
     @cached_property
     def sites(self) -> tuple[Words, ...]:
-        """What makes a statement one of this codemod's candidates (see helpers/sites.py)."""
+        """What makes a statement one of this codemod's candidates (see engine/statement_map.py)."""
         return (*self.trigger, *(Words(s) for s in self.gate.sites))
 
     @property

@@ -2,8 +2,8 @@
 
 CPython's `re` finds a pattern that starts with a literal (`size_average\\b`) with a fast scan
 for that literal, but a pattern that starts with a zero-width assertion (`\\bsize_average\\b`,
-`(?<!torch)\\.eye\\(`) is tried at every position of the text: 28x slower over the real-world
-corpus, where the triggers of twenty codemods are searched in every file. A `Words` pattern
+`(?<!torch)\\.eye\\(`) is tried at every position of the text: many times slower, and the
+triggers of every codemod are searched in every file. A `Words` pattern
 searches without the leading assertion (every match of the whole pattern is a match of the rest),
 and matches the whole pattern, assertion and all, where that finds something.
 """
@@ -18,7 +18,9 @@ _LEADING_ASSERTION = re.compile(r"\\b|\(\?<[=!][^()]*\)")
 
 
 class Words:
-    """A compiled regex with `search` and `starts`; `pattern` is its source, as for re."""
+    """A codemod's word pattern (a trigger, or a gate's `sites`): a regex compiled once, which
+    says whether a text holds it (`search`) and where (`starts`), at the speed of its first
+    literal. `pattern` is its source, as for `re`."""
 
     __slots__ = ("pattern", "_whole", "_rest")
 

@@ -3,7 +3,7 @@
 The engine's gates (codemods/gates/) read a `Scan` to decline a file whose trigger words are
 there but whose sites are not, and the whole-repo facts pass (helpers/facts/) walks the same
 statements; both run for files libcst never parses, so this module imports nothing of libcst
-(a `--check` of a clean file must not pay libcst's import: pre-commit runs one on every commit). `Sites` (helpers/sites.py)
+(a `--check` of a clean file must not pay libcst's import: pre-commit runs one on every commit). `StatementMap` (engine/statement_map.py)
 builds its statement map on a `Scan`.
 """
 
@@ -29,7 +29,7 @@ class Scan:
     """What CPython's `ast` of a text says before libcst parses it (a C parse, a fraction of
     libcst's cost): the lines a pattern matches, the statements on those lines, and what the
     imports bind. A codemod's `may_act` reads it to decline a file whose words are there but
-    whose sites are not (`x.float()` is no `np.float`); `Sites` builds on it."""
+    whose sites are not (`x.float()` is no `np.float`); `StatementMap` builds on it."""
 
     def __init__(self, source: str, module: ast.Module, facts=None, path: str | None = None) -> None:
         self.source = source

@@ -49,25 +49,46 @@ class DataParallelToDDP(MigrationCodemod):
 
     ## Example
     ```python
-    loader = DataLoader(dataset, batch_size=32, shuffle=True)
-    model = nn.DataParallel(Net()).cuda()
-    for epoch in range(10):
-        for x, y in loader:
-            ...
-    torch.save(model.module.state_dict(), "model.pt")
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader
+
+    if __name__ == "__main__":
+        loader = DataLoader(dataset, batch_size=32, shuffle=True)
+        model = nn.DataParallel(Net()).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(10):
+            for x, y in loader:
+                criterion(model(x), y).backward()
+                optimizer.step()
+        torch.save(model.module.state_dict(), "model.pt")
     ```
 
     ## Use instead
     ```python
-    sampler = ddp_sampler(dataset, shuffle=True)
-    loader = DataLoader(dataset, batch_size=32, shuffle=sampler is None, sampler=sampler)
-    model = ddp_wrap(Net().cuda())
-    for epoch in range(10):
-        ddp_set_epoch(loader, epoch)
-        for x, y in loader:
-            ...
-    if is_main_process():
-        torch.save(unwrap_model(model).state_dict(), "model.pt")
+    import torch
+    from torch.utils.data import DataLoader
+    import atexit
+    import os
+
+    # ... generated helpers, written in full: ddp_cleanup, ddp_setup, ddp_wrap, ddp_sampler, ddp_set_epoch, is_main_process, unwrap_model
+
+
+    ddp_setup()  # joins the process group under torchrun; no-op otherwise
+
+
+    if __name__ == "__main__":
+        sampler = ddp_sampler(dataset, shuffle=True)
+        loader = DataLoader(dataset, batch_size=32, shuffle=sampler is None, sampler=sampler)
+        model = ddp_wrap(Net().cuda())
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(10):
+            ddp_set_epoch(loader, epoch)
+            for x, y in loader:
+                criterion(model(x), y).backward()
+                optimizer.step()
+        if is_main_process():
+            torch.save(unwrap_model(model).state_dict(), "model.pt")
     ```
 
     ## Fix safety

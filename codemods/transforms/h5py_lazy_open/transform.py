@@ -48,6 +48,10 @@ class H5pyLazyOpen(MigrationCodemod):
 
     ## Example
     ```python
+    import h5py
+    from torch.utils.data import Dataset
+
+
     class Frames(Dataset):
         def __init__(self, path):
             self.h5 = h5py.File(path, "r")
@@ -59,6 +63,13 @@ class H5pyLazyOpen(MigrationCodemod):
 
     ## Use instead
     ```python
+    import h5py
+    from torch.utils.data import Dataset
+    import os
+
+    # ... generated helpers, written in full: _H5_INHERITED, _H5Lazy, _H5PerProcess
+
+
     class Frames(Dataset):
         h5 = _H5PerProcess()
 

@@ -22,7 +22,7 @@ from codemods.transforms.state_dict_prefix.nodes import is_len_prefix, is_method
 Resolve = Callable[[cst.BaseExpression], "str | None"]
 
 PREFIX_WORD = Words(r"module\.")
-# A name assigned from `torch.load` is on a line that says `load` (or an alias of it: Sites.hits).
+# A name assigned from `torch.load` is on a line that says `load` (or an alias of it: StatementMap.hits).
 LOAD_WORD = Words(r"\bload\b")
 
 

@@ -2,7 +2,7 @@
 
 A libcst transformer rebuilds every node it visits, so one codemod's walk costs about as much as
 parsing the file, and a pipeline of twenty codemods costs twenty parses. Yet a codemod's sites sit
-on the few lines its words appear on (`cuda`, `Variable`, `size_average`...). `Sites` maps each
+on the few lines its words appear on (`cuda`, `Variable`, `size_average`...). `StatementMap` maps each
 statement of the tree to the lines it spans, read from CPython's `ast` of the same text (a C
 parse, a fraction of libcst's cost), so a codemod can skip, unvisited and unrebuilt, every
 statement none of whose lines holds one of its words.
@@ -40,7 +40,7 @@ _COMPOUND: dict[type, tuple[type, ...]] = {
 }
 
 
-class Sites:
+class StatementMap:
     """Statement -> (first line, last line), and the lines a pattern matches, for one text."""
 
     def __init__(self, scan: Scan, tree: cst.Module) -> None:
@@ -55,7 +55,7 @@ class Sites:
             self.spans = {}
 
     @classmethod
-    def of(cls, source: str, tree: cst.Module, scan: Scan | None = None) -> Sites | None:
+    def of(cls, source: str, tree: cst.Module, scan: Scan | None = None) -> StatementMap | None:
         """The index, or None when pruning cannot be trusted for this text (`scan`: the text's
         Scan, when already made)."""
         scan = scan if scan is not None else Scan.of(source)
@@ -166,7 +166,7 @@ class Pruner:
 
     __slots__ = ("sites", "lines")
 
-    def __init__(self, sites: Sites, lines: list[int]) -> None:
+    def __init__(self, sites: StatementMap, lines: list[int]) -> None:
         self.sites = sites
         self.lines = lines
 
