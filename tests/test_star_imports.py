@@ -221,6 +221,18 @@ def test_an_import_another_file_takes_from_this_one_is_never_removed(repo: Path)
     assert utils.rewrites == {"TM002": 1} and not utils.findings
 
 
+def test_an_import_taken_by_a_file_that_never_names_torch_is_never_removed(tmp_path: Path) -> None:
+    """`train.py` says neither torch nor anything a codemod looks for; it imports `Variable` from
+    `utils.py`, which no longer uses it itself: `utils.py` keeps the import."""
+    _write(tmp_path, {
+        "utils.py": "from torch.autograd import Variable\n\n\ndef wrap(x):\n    return Variable(x)\n",
+        "train.py": "from utils import Variable\n\nKEEP = Variable\n",
+    })  # fmt: skip
+    api.migrate([str(tmp_path)], api.Options(mode="write", select=("TM002",), cache=False, use_config=False))
+    text = (tmp_path / "utils.py").read_text()
+    assert "return x\n" in text and text.startswith("from torch.autograd import Variable\n")
+
+
 def test_only_the_names_other_files_take_are_kept(repo: Path) -> None:
     """`from mypkg.torch_utils import wrap` takes `wrap`, not the module's Variable import: that
     one goes once unused; `import mypkg.torch_utils` (any attribute) would keep it."""

@@ -225,13 +225,10 @@ def imported_names_entries(tops: dict[str, TopNames]) -> frozenset[str]:
 
 
 def _reads(text: str) -> bool:
-    """A file whose top-level names may matter to another: one that imports, and names torch,
-    star-imports, defines a class or names a DataParallel or a DataLoader. (The last three say
-    nothing about names, but they hold the set of files read here as the codemods have always
-    seen it: a module left out is one whose names nobody can take from it.)"""
-    return "import" in text and (
-        "torch" in text or "import *" in text or "class " in text or "DataParallel" in text or "DataLoader" in text
-    )
+    """Every file that imports: what it takes from the repository's modules is what a codemod
+    must not remove there, whether or not the file itself names torch (`from utils import
+    Variable` in a file that says nothing else of torch)."""
+    return "import" in text
 
 
 def _top_part(file: ParsedFile) -> Part:
