@@ -7,17 +7,9 @@ import ast
 from codemods.gates import Gate, Safety, Spec, Stage
 from codemods.helpers.patterns import Words
 from codemods.helpers.scan import Scan, ast_dotted
+from codemods.helpers.wrapped import ast_wraps
 
 
-WRAPPERS = frozenset(
-    {
-        "torch.nn.DataParallel",
-        "torch.nn.parallel.DataParallel",
-        "torch.nn.parallel.data_parallel.DataParallel",
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.nn.parallel.distributed.DistributedDataParallel",
-    }
-)
 
 
 PREFIX = "module."
@@ -43,17 +35,8 @@ def triggers() -> tuple[str, ...]:
 
 
 def _ast_wraps(value: ast.AST, scan: Scan) -> bool:
-    """_Wrapped's test on the ast, loosened: DataParallel/DDP/ddp_wrap(...), maybe `.cuda()`/`.to()`."""
-    if (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr in {"cuda", "to"}
-        and isinstance(value.func.value, ast.Call)
-    ):
-        value = value.func.value
-    if not isinstance(value, ast.Call):
-        return False
-    return bool(scan.qualified(value.func) & WRAPPERS) or (isinstance(value.func, ast.Name) and value.func.id == "ddp_wrap")
+    """The codemod's test on the ast, loosened: DataParallel/DDP/ddp_wrap(...), maybe `.cuda()`/`.to()`."""
+    return ast_wraps(value, scan.qualified)
 
 
 def _ast_loads(call: ast.Call, receiver: str | None, scan: Scan) -> bool:

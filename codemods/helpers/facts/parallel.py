@@ -8,15 +8,15 @@ from __future__ import annotations
 import ast
 
 from codemods.helpers.facts.collector import Collector, ParsedFile, Part, mentions
+from codemods.helpers.wrapped import WRAPPER_NAMES, ast_unmoved
 
-_WRAPPERS = {"DataParallel", "DistributedDataParallel"}
 _NAMES_A_WRAPPER = mentions("DataParallel")  # DistributedDataParallel holds it too
 
 
 def _wraps(file: ParsedFile) -> Part:
     """Whether the file calls a DataParallel/DDP anywhere (spelled as its imports say)."""
     return any(
-        isinstance(node, ast.Call) and (name := file.qualified(node.func)) is not None and name.rsplit(".", 1)[-1] in _WRAPPERS
+        isinstance(node, ast.Call) and (name := file.qualified(node.func)) is not None and name.rsplit(".", 1)[-1] in WRAPPER_NAMES
         for node in ast.walk(file.tree)
     )
 
@@ -36,11 +36,9 @@ def _wrapped_attributes(file: ParsedFile) -> Part:
     for node in ast.walk(file.tree):
         if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
             continue
-        call = node.value
-        if isinstance(call.func, ast.Attribute) and call.func.attr in {"cuda", "to"} and isinstance(call.func.value, ast.Call):
-            call = call.func.value
+        call = ast_unmoved(node.value)
         name = file.qualified(call.func)
-        if not name or name.rsplit(".", 1)[-1] not in _WRAPPERS:
+        if not name or name.rsplit(".", 1)[-1] not in WRAPPER_NAMES:
             continue
         for target in node.targets:
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":

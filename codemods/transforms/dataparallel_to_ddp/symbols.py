@@ -4,12 +4,11 @@ find their statements before the tree is walked."""
 from __future__ import annotations
 
 from codemods.helpers.patterns import Words
+from codemods.helpers.wrapped import WRAPPERS
 
-DATAPARALLEL = frozenset(
-    {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"}
-)
 DDP_NAME = "torch.nn.parallel.DistributedDataParallel"
 DDP = frozenset({DDP_NAME, "torch.nn.parallel.distributed.DistributedDataParallel"})
+DATAPARALLEL = WRAPPERS - DDP  # the wrappers TM103 replaces
 # A script that already has a distributed path keeps DataParallel as its other branch.
 ALREADY_DISTRIBUTED = DDP | {
     "torch.distributed.init_process_group",

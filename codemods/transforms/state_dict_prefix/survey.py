@@ -13,7 +13,8 @@ from typing import Callable
 
 import libcst as cst
 
-from codemods.gates.state_dict_prefix import _WRAP_WORDS, WRAPPERS
+from codemods.gates.state_dict_prefix import _WRAP_WORDS
+from codemods.helpers.wrapped import wraps_model
 from codemods.helpers import ddp
 from codemods.helpers.names import dotted
 from codemods.helpers.patterns import Words
@@ -41,23 +42,6 @@ class Survey:
     hand_strips: tuple[cst.CSTNode, ...]
     """Hand-written `module.` handling (`.replace("module.", ...)`, `[len("module."):]`, then
     `.startswith("module.")`), in that order: each gets a finding unless a rewrite replaces it."""
-
-
-def wraps_model(value: cst.BaseExpression, resolve: Resolve, has_wrap_helper: bool) -> bool:
-    """Whether assigning `value` stores a wrapped model: a DataParallel/DDP call (TM103's
-    generated `ddp_wrap(...)` when the module defines it), maybe followed by `.cuda()`/`.to(...)`."""
-    if (
-        isinstance(value, cst.Call)
-        and isinstance(value.func, cst.Attribute)
-        and value.func.attr.value in {"cuda", "to"}
-        and isinstance(value.func.value, cst.Call)
-    ):
-        value = value.func.value
-    if not isinstance(value, cst.Call):
-        return False
-    return resolve(value.func) in WRAPPERS or (
-        has_wrap_helper and isinstance(value.func, cst.Name) and value.func.value == "ddp_wrap"
-    )
 
 
 class _WrapperAssignments(cst.CSTVisitor):
