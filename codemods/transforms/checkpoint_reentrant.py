@@ -84,11 +84,7 @@ class CheckpointReentrant(MigrationCodemod):
 
 def _with_keyword(call: cst.Call) -> cst.Call:
     """`call` with `use_reentrant=True` appended, following the call's own layout."""
-    new = cst.Arg(
-        keyword=cst.Name("use_reentrant"),
-        value=cst.Name("True"),
-        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
-    )
+    new = arguments.keyword_arg("use_reentrant", cst.Name("True"))
     args = list(call.args)
     if not args:
         return call.with_changes(args=[new])

@@ -8,7 +8,7 @@ import libcst as cst
 
 from codemods.helpers import arguments
 from codemods.base import MigrationCodemod
-from codemods.helpers.arguments import append_args
+from codemods.helpers.arguments import append_args, keyword_arg
 from codemods.helpers.load_flows import LOAD_WORD, Flows
 from codemods.helpers.names import attribute_chain
 
@@ -156,11 +156,7 @@ def _statements(suite: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
 def _with_location(call: cst.Call, at: int, location: cst.BaseExpression) -> cst.Call:
     """`call` with `map_location=location` inserted as argument number `at`, laid out like its neighbours."""
     args = list(call.args)
-    new = cst.Arg(
-        location,
-        keyword=cst.Name("map_location"),
-        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-    )
+    new = keyword_arg("map_location", location)
     if at == len(args) and not isinstance(args[-1].comma, cst.Comma):
         return append_args(call, [new])  # after the last argument, in the call's own layout
     before = args[at - 1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from codemods.helpers import arguments
 from codemods.helpers.names import dotted
 from codemods.helpers.references import ReferenceCodemod
 
@@ -195,7 +196,7 @@ class TorchSix(ReferenceCodemod):
             return updated_node
         meta, *bases = (a.value for a in args)
         new_bases = [cst.Arg(value=b) for b in bases]
-        keywords = [cst.Arg(keyword=cst.Name("metaclass"), value=meta, equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))]
+        keywords = [arguments.keyword_arg("metaclass", meta)]
         return self.rewrite(original_node, updated_node, updated_node.with_changes(bases=new_bases, keywords=keywords))
 
     # -- imports ---------------------------------------------------------------------------

@@ -15,15 +15,7 @@ def helper_call(name: str, *args: cst.BaseExpression, **kwargs: cst.BaseExpressi
     """`name(arg, ..., keyword=value, ...)`: a call of a generated helper."""
     return cst.Call(
         func=cst.Name(name),
-        args=[cst.Arg(a) for a in args]
-        + [
-            cst.Arg(
-                v,
-                keyword=cst.Name(k),
-                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-            )
-            for k, v in kwargs.items()
-        ],
+        args=[cst.Arg(a) for a in args] + [arguments.keyword_arg(k, v) for k, v in kwargs.items()],
     )
 
 
