@@ -26,6 +26,9 @@ Beside the corpus (issue 18; `--no-corpus` measures only these):
      PYTHONDONTWRITEBYTECODE=1: our modules compiled from source at every run) and with bytecode
      for every module (as an installed package has it). `--baseline DIR` adds another checkout's
      run (e.g. `git worktree add DIR HEAD~1`), interleaved, for a before/after in one session.
+
+With `--dense`, also legacy-dense code: a copy of the corpus files the default pipeline changes
+(most hold several legacy idioms), measured as the corpus is (1-3), beside it.
 """
 
 from __future__ import annotations
@@ -253,6 +256,90 @@ def small_repositories(
     return out
 
 
+def side_by_side(
+    label: str, targets: list[str], files: list[Path], scratch: Path, env: dict, n: int, repeat: int,
+    peer_repeat: int | None, venv: Path | None, torchfix: bool = False, ruff: bool = False,
+) -> tuple[dict, int]:
+    """`run --diff` cold at -j1 and -jN and warm at -jN, the libcst parse floor of `files` at 1 and
+    N processes, and the peers, interleaved by repetition: {name: median, min-max, peak RSS}."""
+    lines = corpus.count_lines(files)
+    list_file = scratch / f"files-{label}.txt"
+    list_file.write_text("\n".join(str(p) for p in files))
+
+    def tm(jobs: int) -> list[str]:
+        return [sys.executable, "-m", "codemods", "run", *targets, "--diff", "--no-config", "-j", str(jobs),
+                "--format", "json", "-o", str(scratch / f"report-{label}.json")]  # fmt: skip
+
+    def tm_env(cache: Path) -> dict:
+        return {**env, "TORCH_MIGRATE_CACHE_DIR": str(cache)}
+
+    floor = [sys.executable, str(Path(__file__).resolve()), "--_parse-floor", str(list_file)]
+    commands: dict[str, tuple[list[str], dict | None, bool]] = {
+        "torch-migrate cold -j1": (tm(1), None, True),
+        f"torch-migrate cold -j{n}": (tm(n), None, True),
+        f"torch-migrate warm -j{n}": (tm(n), None, False),
+        "libcst parse floor -j1": ([*floor, "1"], env, False),
+        f"libcst parse floor -j{n}": ([*floor, str(n)], env, False),
+    }
+    if venv is not None:
+        if torchfix:
+            commands[f"TorchFix 0.7.0 check -j{n}"] = ([str(venv / "bin" / "torchfix"), "-j", str(n), *targets], None, False)
+        if ruff:
+            ruff_check = [str(venv / "bin" / "ruff"), "check", "--select", "ALL", "--no-cache", "--exit-zero", "--quiet",
+                          "--isolated", *targets]  # fmt: skip
+            commands["ruff check --select ALL"] = (ruff_check, None, False)
+
+    warm_cache = scratch / f"warm-cache-{label}"
+    measure(tm(n), tm_env(warm_cache))  # fill the warm cache once
+    results: dict[str, list[dict]] = {name: [] for name in commands}
+    peer_repeat = repeat if peer_repeat is None else peer_repeat
+    for rep in range(repeat):
+        for name, (command, command_env, cold) in commands.items():
+            if name.startswith(("TorchFix", "ruff")) and rep >= peer_repeat:
+                continue
+            if name.startswith("torch-migrate"):
+                cache = scratch / f"cold-{label}-{rep}-{len(results[name])}" if cold else warm_cache
+                command_env = tm_env(cache)
+            results[name].append(measure(command, command_env))
+            last = results[name][-1]
+            print(f"  rep {rep + 1}: {name:<28} {last['wall']:8.2f} s {last['rss_mb']:8.0f} MB", flush=True)
+            if cold:
+                shutil.rmtree(scratch / f"cold-{label}-{rep}-{len(results[name]) - 1}", ignore_errors=True)
+
+    summary = {}
+    print(f"\n{'':<28} {'median s':>9} {'min-max s':>15} {'peak RSS MB':>12} {'lines/s':>10}")
+    for name, runs in results.items():
+        walls = [r["wall"] for r in runs]
+        median = statistics.median(walls)
+        summary[name] = {
+            "median_s": median, "min_s": min(walls), "max_s": max(walls),
+            "peak_rss_mb": max(r["rss_mb"] for r in runs), "lines_per_s": lines / median, "runs": runs,
+        }  # fmt: skip
+        print(
+            f"{name:<28} {median:>9.2f} {min(walls):>7.2f}-{max(walls):<7.2f} {summary[name]['peak_rss_mb']:>12.0f}"
+            f" {lines / median:>10,.0f}"
+        )
+
+    return summary, peer_repeat
+
+
+def dense_set(dirs: dict[str, Path], into: Path) -> Path:
+    """Legacy-dense code: a copy of every corpus file the default pipeline changes (most of them
+    hold several legacy idioms), each under its project's name."""
+    sys.path.insert(0, str(ROOT))
+    from codemods import api
+
+    for name, root in dirs.items():
+        report = api.migrate([str(root)], api.Options(mode="check", cache=False, use_config=False))
+        for result in report.files:
+            if result.status.value == "changed":
+                source = Path(result.path)
+                target = into / name / source.resolve().relative_to(root.resolve())
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, target)
+    return into
+
+
 def report_issue18(startup_times: dict, small: dict) -> None:
     print(f"\n{'start-up, fresh process':<52} {'median ms':>10} {'min-max ms':>13}")
     for name, row in startup_times.items():
@@ -295,6 +382,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-h5py", action="store_true", help="skip TM201's DataLoader benchmark")
     parser.add_argument("--no-corpus", action="store_true", help="only the start-up and small-repository figures")
     parser.add_argument(
+        "--dense", action="store_true",
+        help="also the legacy-dense set: a copy of the corpus files the default pipeline changes, measured the same way",
+    )  # fmt: skip
+    parser.add_argument(
         "--verify", action="store_true",
         help="also verify's wall time against its longest side, two and three sides (scripts/bench_verify.py)",
     )  # fmt: skip
@@ -332,83 +423,43 @@ def main(argv: list[str] | None = None) -> int:
     dirs = corpus.ensure(args.only, args.dir)
     files = [p for root in dirs.values() for p in corpus.python_files(root)]
     lines = corpus.count_lines(files)
+    dense_summary = dense_files = dense_lines = None
     n = args.jobs
     print(f"corpus: {len(dirs)} projects, {len(files)} files, {lines:,} lines; jobs N={n}; {args.repeat} repetitions"
           + (f" ({args.peer_repeat} of the peers)" if args.peer_repeat is not None else ""))
 
-    list_file = scratch / "files.txt"
-    list_file.write_text("\n".join(str(p) for p in files))
-    targets = [str(p) for p in dirs.values()]
+    summary, peer_repeat = side_by_side(
+        "corpus", [str(p) for p in dirs.values()], files, scratch, env, n, args.repeat, args.peer_repeat, venv,
+        torchfix=not args.no_torchfix, ruff=not args.no_ruff,
+    )
+    if args.dense:
+        dense = dense_set(dirs, scratch / "dense")
+        dense_files = corpus.python_files(dense)
+        dense_lines = corpus.count_lines(dense_files)
+        print(f"\ndense set: the {len(dense_files)} corpus files the default pipeline changes ({dense_lines:,} lines)")
+        dense_summary, _ = side_by_side("dense", [str(dense)], dense_files, scratch, env, n, args.repeat, 0, None)
 
-    def tm(jobs: int) -> list[str]:
-        return [sys.executable, "-m", "codemods", "run", *targets, "--diff", "--no-config", "-j", str(jobs),
-                "--format", "json", "-o", str(scratch / "report.json")]  # fmt: skip
-
-    def tm_env(cache: Path) -> dict:
-        return {**env, "TORCH_MIGRATE_CACHE_DIR": str(cache)}
-
-    floor = [sys.executable, str(Path(__file__).resolve()), "--_parse-floor", str(list_file)]
-    commands: dict[str, tuple[list[str], dict | None, bool]] = {
-        "torch-migrate cold -j1": (tm(1), None, True),
-        f"torch-migrate cold -j{n}": (tm(n), None, True),
-        f"torch-migrate warm -j{n}": (tm(n), None, False),
-        "libcst parse floor -j1": ([*floor, "1"], env, False),
-        f"libcst parse floor -j{n}": ([*floor, str(n)], env, False),
-    }
-    if venv is not None:
-        if not args.no_torchfix:
-            commands[f"TorchFix 0.7.0 check -j{n}"] = ([str(venv / "bin" / "torchfix"), "-j", str(n), *targets], None, False)
-        if not args.no_ruff:
-            ruff = [str(venv / "bin" / "ruff"), "check", "--select", "ALL", "--no-cache", "--exit-zero", "--quiet",
-                    "--isolated", *targets]  # fmt: skip
-            commands["ruff check --select ALL"] = (ruff, None, False)
-
-    warm_cache = scratch / "warm-cache"
-    measure(tm(n), tm_env(warm_cache))  # fill the warm cache once
-    results: dict[str, list[dict]] = {name: [] for name in commands}
-    peer_repeat = args.repeat if args.peer_repeat is None else args.peer_repeat
-    for rep in range(args.repeat):
-        for name, (command, command_env, cold) in commands.items():
-            if name.startswith(("TorchFix", "ruff")) and rep >= peer_repeat:
-                continue
-            if name.startswith("torch-migrate"):
-                cache = scratch / f"cold-{rep}-{len(results[name])}" if cold else warm_cache
-                command_env = tm_env(cache)
-            results[name].append(measure(command, command_env))
-            last = results[name][-1]
-            print(f"  rep {rep + 1}: {name:<28} {last['wall']:8.2f} s {last['rss_mb']:8.0f} MB", flush=True)
-            if cold:
-                shutil.rmtree(scratch / f"cold-{rep}-{len(results[name]) - 1}", ignore_errors=True)
-
-    summary = {}
-    print(f"\n{'':<28} {'median s':>9} {'min-max s':>15} {'peak RSS MB':>12} {'lines/s':>10}")
-    for name, runs in results.items():
-        walls = [r["wall"] for r in runs]
-        median = statistics.median(walls)
-        summary[name] = {
-            "median_s": median, "min_s": min(walls), "max_s": max(walls),
-            "peak_rss_mb": max(r["rss_mb"] for r in runs), "lines_per_s": lines / median, "runs": runs,
-        }  # fmt: skip
-        print(
-            f"{name:<28} {median:>9.2f} {min(walls):>7.2f}-{max(walls):<7.2f} {summary[name]['peak_rss_mb']:>12.0f}"
-            f" {lines / median:>10,.0f}"
-        )
-
-    def ratio(a: str, b: str) -> float | None:
-        return summary[a]["median_s"] / summary[b]["median_s"] if a in summary and b in summary else None
+    def ratio(table: dict, a: str, b: str) -> float | None:
+        return table[a]["median_s"] / table[b]["median_s"] if a in table and b in table else None
 
     ratios = {
-        "cold -j1 / parse floor -j1 (target <= 2)": ratio("torch-migrate cold -j1", "libcst parse floor -j1"),
-        f"cold -j{n} / parse floor -j{n} (target <= 2)": ratio(f"torch-migrate cold -j{n}", f"libcst parse floor -j{n}"),
-        f"TorchFix -j{n} / cold -j{n} (target >= 8)": ratio(f"TorchFix 0.7.0 check -j{n}", f"torch-migrate cold -j{n}"),
-        f"cold -j{n} / warm -j{n} (target >= 20)": ratio(f"torch-migrate cold -j{n}", f"torch-migrate warm -j{n}"),
-        f"cold -j{n} / ruff": ratio(f"torch-migrate cold -j{n}", "ruff check --select ALL"),
+        "cold -j1 / parse floor -j1 (target <= 1.0)": ratio(summary, "torch-migrate cold -j1", "libcst parse floor -j1"),
+        f"cold -j{n} / parse floor -j{n} (target <= 1.0)": ratio(summary, f"torch-migrate cold -j{n}", f"libcst parse floor -j{n}"),
+        f"TorchFix -j{n} / cold -j{n} (target >= 15)": ratio(summary, f"TorchFix 0.7.0 check -j{n}", f"torch-migrate cold -j{n}"),
+        f"cold -j{n} / warm -j{n} (target >= 40)": ratio(summary, f"torch-migrate cold -j{n}", f"torch-migrate warm -j{n}"),
+        f"cold -j{n} / ruff": ratio(summary, f"torch-migrate cold -j{n}", "ruff check --select ALL"),
     }
+    if args.dense:
+        ratios.update({
+            "dense: cold -j1 / parse floor -j1 (target <= 2.0)": ratio(dense_summary, "torch-migrate cold -j1", "libcst parse floor -j1"),
+            f"dense: cold -j{n} / parse floor -j{n} (target <= 2.0)": ratio(dense_summary, f"torch-migrate cold -j{n}", f"libcst parse floor -j{n}"),
+            f"dense: cold -j{n} / warm -j{n} (target >= 40)": ratio(dense_summary, f"torch-migrate cold -j{n}", f"torch-migrate warm -j{n}"),
+        })  # fmt: skip
     print()
     for name, value in ratios.items():
         if value is not None:
-            print(f"{name:<44} {value:8.2f}")
-    print(f"peak RSS torch-migrate cold -j{n}: {summary[f'torch-migrate cold -j{n}']['peak_rss_mb']:.0f} MB (target <= 400)")
+            print(f"{name:<56} {value:8.2f}")
+    print(f"peak RSS torch-migrate cold -j{n}: {summary[f'torch-migrate cold -j{n}']['peak_rss_mb']:.0f} MB (target <= 250)")
     report_issue18(startup_times, small)
 
     out = {
@@ -416,6 +467,8 @@ def main(argv: list[str] | None = None) -> int:
         "jobs": n, "repeat": args.repeat, "peer_repeat": peer_repeat, "machine": _machine(), "results": summary, "ratios": ratios,
         "startup": startup_times, "small_repositories": small, "verify": verify_cost,
     }  # fmt: skip
+    if args.dense:
+        out["dense"] = {"files": len(dense_files), "lines": dense_lines, "results": dense_summary}
     if not args.no_h5py:
         # TM201: the lazily opened dataset against the naive "open the file in every __getitem__".
         sys.path.insert(0, str(Path(__file__).resolve().parent))

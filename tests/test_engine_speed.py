@@ -16,6 +16,7 @@ import pytest
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from codemods import base
+from codemods.engine import walk
 from codemods.base import CodemodContext, FileContext, MigrationCodemod
 from codemods.helpers.names import Imports, _ImportCollector, walk_statements
 
@@ -185,7 +186,7 @@ def test_attribute_handlers_are_dispatched_only_where_defined() -> None:
 
     codemod, code = _apply(_Attributes)
     assert codemod.seen == 3 and code == SOURCE
-    assert base._attribute_handlers(_Attributes) and not base._attribute_handlers(_Recorder)
+    assert walk._attribute_handlers(_Attributes) and not walk._attribute_handlers(_Recorder)
     assert base.MigrationCodemod._handler(codemod, "visit_", cst.Name("x")) is None  # a stub: skipped
     assert codemod._handler("visit_", cst.Call(cst.Name("f")), "func") is not None
 
@@ -197,13 +198,13 @@ def test_eager_providers_still_resolve() -> None:
 
 def test_positions_are_computed_only_when_needed(monkeypatch) -> None:
     computed = []
-    real = base.MetadataWrapper.resolve
+    real = walk.MetadataWrapper.resolve
 
     def spy(self, provider):
         computed.append(provider)
         return real(self, provider)
 
-    monkeypatch.setattr(base.MetadataWrapper, "resolve", spy)
+    monkeypatch.setattr(walk.MetadataWrapper, "resolve", spy)
     _apply(_Recorder, "x = old(1)\n")  # a rewrite, no finding, no noqa: positions never needed
     assert PositionProvider not in computed
     codemod, _ = _apply(_Recorder, "y = maybe(1)\n")

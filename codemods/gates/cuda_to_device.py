@@ -18,7 +18,6 @@ def triggers() -> tuple[str, ...]:
     return (r"\.cuda\s*\(", rf"\bcuda\.(?:{types})\b", r"\bfrom\s+torch\.cuda\s+import\b", r"\bimport\s+torch\.cuda\b", r"\bset_default_tensor_type\b")
 
 
-
 SPEC = Spec(
     code="TM101",
     name="cuda-to-device",

@@ -9,7 +9,6 @@ def triggers() -> tuple[str, ...]:
     return (r"\bDataParallel\b",)
 
 
-
 SPEC = Spec(
     code="TM103",
     name="dataparallel-to-ddp",

@@ -10,8 +10,6 @@ from codemods.helpers.scan import Scan, ast_dotted
 from codemods.helpers.wrapped import ast_wraps
 
 
-
-
 PREFIX = "module."
 NOT_MODELS = ("optim", "sched", "scaler")  # their state dicts have no `module.` keys
 
