@@ -250,21 +250,25 @@ def _lookup(job: tuple[Path, str, Plan]) -> FileResult | None:
 
 # In a pool worker: set by the main process after Ctrl-C, so that a chunk stops between files.
 _halt = None
+# In a pool worker: the run's plan, handed over once when the worker starts. Sent with every
+# chunk instead, it was pickled in the main process (and unpickled in a worker) once per chunk,
+# and it holds the whole repository's facts.
+_plan: Plan | None = None
 
 
-def _start_worker(halt) -> None:
-    global _halt
+def _start_worker(halt, plan: Plan) -> None:
+    global _halt, _plan
     ignore_sigint()
-    _halt = halt
+    _halt, _plan = halt, plan
 
 
-def _process_chunk(jobs: list[tuple[Path, str, Plan]]) -> list[FileResult]:
-    """The results of `jobs`' first files, in order: all of them unless the run was halted."""
+def _process_chunk(files: list[tuple[Path, str]]) -> list[FileResult]:
+    """The results of the chunk's first files, in order: all of them unless the run was halted."""
     results = []
-    for job in jobs:
+    for path, display in files:
         if _halt is not None and _halt.is_set():
             break
-        results.append(_process(job))
+        results.append(_process((path, display, _plan)))
     return results
 
 
@@ -287,9 +291,10 @@ def _results(work: list[tuple[int, tuple]], jobs: int, stop: StopFlag) -> Iterat
     context = multiprocessing.get_context(method)
     halt = context.Event()
     stop.when_requested(halt.set)  # at once: the main process may be waiting on a whole chunk
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_worker, initargs=(halt,))
+    plan = work[0][1][2]  # every job of a run carries the same plan
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_worker, initargs=(halt, plan))
     try:
-        futures = [pool.submit(_process_chunk, [job for _, job in chunk]) for chunk in chunks]
+        futures = [pool.submit(_process_chunk, [(path, display) for _, (path, display, _) in chunk]) for chunk in chunks]
         for position, (chunk, future) in enumerate(zip(chunks, futures)):
             if stop.requested:
                 yield from _in_progress(chunks[position:], futures[position:])
