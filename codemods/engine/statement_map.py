@@ -22,6 +22,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from codemods.helpers.patterns import Words
 from codemods.helpers.scan import Scan
+from codemods.engine.traverse import traverse
 
 
 class _Mismatch(Exception):
@@ -190,7 +191,7 @@ def prune_visit(
     alike, so scope stacks stay balanced), and telling `enter`/`leave` of every node visited (a
     codemod keeps its path for positions that way)."""
     if pruner is None and enter is None:
-        node.visit(visitor)
+        traverse(node, visitor)
         return
     visit, leave_node = visitor.on_visit, visitor.on_leave
     skipped: list[cst.CSTNode] = []
@@ -213,6 +214,6 @@ def prune_visit(
 
     visitor.on_visit, visitor.on_leave = on_visit, on_leave  # type: ignore[method-assign]
     try:
-        node.visit(visitor)
+        traverse(node, visitor)
     finally:
         del visitor.on_visit, visitor.on_leave

@@ -20,18 +20,21 @@ Importing `libcst.codemod` would import `libcst.matchers`, a large share of a sm
 a codemod that wants matchers imports them itself, and libcst's matcher decorators (which need
 libcst's MatcherDecoratableTransformer) are refused at class creation.
 
+The walk itself is engine/traverse.py's: libcst's order and callbacks, without entering tokens or
+rebuilding the nodes nothing changed in.
+
 What this relies on of libcst beyond its documented API: the `_is_no_op` mark on
-CSTTransformer's typed stubs, and `MetadataWrapper(unsafe_skip_copy=True)`. setup.cfg pins
-libcst's major version for that reason; tests/test_walk.py checks both hold.
+CSTTransformer's typed stubs, `MetadataWrapper(unsafe_skip_copy=True)`, and the attribute
+names in the source of each node's `_visit_and_replace_children` (traverse.py). setup.cfg pins
+libcst's major version for that reason; tests/test_walk.py checks the first two hold and
+tests/test_traverse.py that traverse walks as libcst does.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Callable, Generator, Iterator, Sequence
 
 import libcst as cst
@@ -43,6 +46,7 @@ from codemods.helpers.import_edits import ImportItem, TopImportsAdder, UsedNames
 from codemods.helpers.names import Imports
 from codemods.helpers.patterns import Words
 from codemods.engine.statement_map import Pruner, StatementMap, prune_visit
+from codemods.engine.traverse import attribute_handlers, traverse
 from codemods.versions import NEWEST
 
 # codemod class -> (prefix, node type, attribute) -> method name or None
@@ -51,23 +55,6 @@ _DISPATCH: dict[type, dict[tuple[str, type, str], str | None]] = {}
 _MATCHER_ATTRS = (
     "_call_if_inside_matcher", "_call_if_not_inside_matcher", "_visit_matcher", "_leave_matcher",
 )  # fmt: skip  # libcst.matchers._decorators: what @call_if_inside, @visit & co. set on a method
-
-_ATTRIBUTE_HANDLER = re.compile(r"(?:visit|leave)_([A-Z][A-Za-z]*)_[a-z][a-z_]*")
-
-
-@lru_cache(maxsize=None)
-def _attribute_handlers(cls: type) -> bool:
-    """Whether `cls` (or a base of ours) defines a `visit_X_attr`/`leave_X_attr` method: without
-    one, the walk's per-attribute callbacks (several per node) return at once."""
-    for klass in cls.__mro__:
-        if klass.__module__.startswith("libcst."):
-            continue
-        for name in vars(klass):
-            match = _ATTRIBUTE_HANDLER.fullmatch(name)
-            if match and isinstance(getattr(cst, match.group(1), None), type):
-                return True
-    return False
-
 
 @dataclass
 class CodemodContext:
@@ -157,7 +144,7 @@ class Walk(cst.CSTTransformer):
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.imports = Imports.of(tree, self.file)  # with the names star imports and re-exports give it
         self._default_indent = tree.default_indent
-        return tree.visit(self)
+        return traverse(tree, self)
 
     def available(self, symbol: str | None) -> bool:  # defined by MigrationCodemod
         raise NotImplementedError
@@ -222,14 +209,14 @@ class Walk(cst.CSTTransformer):
                 self._leave(original_node)
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        if not _attribute_handlers(type(self)):
+        if not attribute_handlers(type(self)):
             return
         func = self._handler("visit_", node, attribute)
         if func is not None:
             func(node)
 
     def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-        if not _attribute_handlers(type(self)):
+        if not attribute_handlers(type(self)):
             return
         func = self._handler("leave_", original_node, attribute)
         if func is not None:
