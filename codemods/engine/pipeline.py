@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from codemods.helpers.context import FileContext
 from codemods.engine import name_guard
+from codemods.engine.codegen import ModuleCode
 from codemods.helpers.noqa import is_suppressed, noqa_lines
 from codemods.helpers.scan import Scan, indirect_spellings
 from codemods.registry import Spec, Stage
@@ -98,6 +99,7 @@ def _run(
     file: FileContext,
     statement_map: StatementMap | None = None,
     declined: frozenset[str] = frozenset(),
+    codegen: ModuleCode | None = None,
 ):
     """Run `specs` over `tree`; returns (tree, rewrites, findings, tree's code when already made)
     or raises _CodemodFailed.
@@ -109,17 +111,20 @@ def _run(
     `statement_map` (the statement map of the text `tree` was parsed from) lets codemods with PRUNE skip
     the statements that hold none of their words. After a codemod rewrote the tree, the map is
     made again from the new text before the next codemod (statements it rebuilt are not in the
-    old map, and positions for them would cost a layout of the whole module)."""
+    old map, and positions for them would cost a layout of the whole module).
+
+    `codegen`: the file's ModuleCode, which makes that text from the statements that changed."""
     from codemods.engine.walk import CodemodContext
     from codemods.engine.statement_map import StatementMap
 
+    codegen = codegen if codegen is not None else ModuleCode()
     rewrites: dict[str, int] = {}
     findings: list[Finding] = []
     stale = False
     text = None  # tree.code, when a rebuild made it and nothing rewrote since
     for spec in specs:
         if stale:
-            text = tree.code
+            text = codegen(tree)
             statement_map, stale = StatementMap.of(text, tree, Scan.of(text, file.facts, file.path)), False
         if spec.code in declined:
             if not rewrites:
@@ -208,8 +213,9 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
     from codemods.engine.statement_map import StatementMap
 
     statement_map = StatementMap.of(source, tree, scan if scan is not None else Scan.of(source, file.facts, file.path))
+    codegen = ModuleCode()
     try:
-        new_tree, rewrites, findings, new_code = _run(tree, firing, file, statement_map, declined)
+        new_tree, rewrites, findings, new_code = _run(tree, firing, file, statement_map, declined, codegen)
     except _CodemodFailed as exc:
         return Result(
             code=original, parsed=True, problem=Problem(file.path, 0, f"internal error: {exc.reason}", exc.code)
@@ -220,10 +226,11 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
     if not rewrites:
         return Result(code=original, parsed=True, findings=found)
 
-    code = (new_tree.code if new_code is None else new_code) if rewrites.keys() - repairs.keys() else source
+    reproduced = codegen(tree) == source  # first: the output's unchanged statements reuse its pieces
+    code = (codegen(new_tree) if new_code is None else new_code) if rewrites.keys() - repairs.keys() else source
     if code == original:
         return Result(code=original, parsed=True, findings=found)
-    if tree.code != source:
+    if not reproduced:
         reason = "libcst cannot reproduce this file byte-for-byte; not rewritten, to avoid spurious changes"
         return Result(code=original, parsed=True, findings=found, problem=Problem(file.path, 0, reason))
 
