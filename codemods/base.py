@@ -13,7 +13,9 @@ class only:
 - for a codemod that must read other statements before deciding (a survey): `visit_where(node,
   visitor, *words)` walks only the statements holding those words, and `remember(node)` keeps a
   node's position for a finding reported after that walk;
-- `self.file` (codemods/helpers/context.py): the path, the options, the repository's facts.
+- `self.file` (codemods/helpers/context.py): the path, the options, the repository's facts;
+- `traverse(node, visitor)` in place of `node.visit(visitor)` for a walk of its own (a survey, a
+  nested transformer): the same callbacks, without entering tokens or copying unchanged nodes.
 
 Its declaration (code, name, safety, triggers, gate, what it writes) is its `SPEC` in
 codemods/gates/; the class reads its `CODE` and `SAFETY` from there. `PRUNE = True` is a speed
@@ -37,10 +39,11 @@ from codemods.helpers.noqa import is_suppressed
 from codemods.helpers.patterns import Words
 from codemods.helpers.scan import Scan, names_taken
 from codemods.engine.statement_map import Pruner, prune_visit
+from codemods.engine.traverse import traverse
 from codemods.results import Finding
 from codemods.versions import NEWEST, format_version, needed
 
-__all__ = ["CodemodContext", "FileContext", "MigrationCodemod", "NodeT"]
+__all__ = ["CodemodContext", "FileContext", "MigrationCodemod", "NodeT", "traverse"]
 
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
 

@@ -136,7 +136,7 @@ class Walk(cst.CSTTransformer):
         if self.context.added and self.file.target_torch < NEWEST:
             self.context.added = [item for item in self.context.added if self.available(target_gate.queued_symbol(item))]
         if self.context.added:
-            tree = tree.visit(TopImportsAdder(self.context.added))
+            tree = traverse(tree, TopImportsAdder(self.context.added))
         if self.context.removed:
             tree = UsedNamesRemover(self.context.removed).transform(tree)
         return tree
@@ -240,7 +240,7 @@ class Walk(cst.CSTTransformer):
         """`node.visit(visitor)` over the statements on lines of `patterns` and inside `whole`
         (every statement without patterns, or without a statement map), keeping the path."""
         if self._statement_map is None:
-            node.visit(visitor)
+            traverse(node, visitor)
             return
         pruner = None
         if patterns:

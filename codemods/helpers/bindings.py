@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import libcst as cst
+from codemods.engine.traverse import traverse
 
 
 # Scopes nested in a body: their names are their own.
@@ -82,7 +83,7 @@ class ScopeNodes(cst.CSTVisitor):
     def of(cls, body: cst.CSTNode) -> ScopeNodes:
         """The scope of a function's body (pass `function.body`) or of a whole module."""
         scope = cls()
-        body.visit(scope)
+        traverse(body, scope)
         return scope
 
 
@@ -105,7 +106,7 @@ class BodyBindings(cst.CSTVisitor):
         """The bindings of a function's body (its parameters are not read) or of a module."""
         visitor = cls()
         for statement in scope.body.body if isinstance(scope, cst.FunctionDef) else scope.body:
-            statement.visit(visitor)
+            traverse(statement, visitor)
         return visitor.values
 
     def bind(self, name: str, value) -> None:
@@ -240,14 +241,14 @@ class ScopeCollector(cst.CSTVisitor):
         self.scope.bind(node.name.value, None)
         # Decorators and defaults are evaluated in the enclosing scope; visit them there.
         for decorator in node.decorators:
-            decorator.visit(self)
+            traverse(decorator, self)
         for param in [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]:
             if param.default is not None:
-                param.default.visit(self)
+                traverse(param.default, self)
         scope = self._open(node, "function")
         self._params(scope, node.params)
         self.names |= set(scope.params)
-        node.body.visit(self)
+        traverse(node.body, self)
         self._close(node)
         return False
 
@@ -255,18 +256,18 @@ class ScopeCollector(cst.CSTVisitor):
         scope = self._open(node, "lambda")
         self._params(scope, node.params)
         self.names |= set(scope.params)
-        node.body.visit(self)
+        traverse(node.body, self)
         self._close(node)
         return False
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         self.scope.bind(node.name.value, None)
         for decorator in node.decorators:
-            decorator.visit(self)
+            traverse(decorator, self)
         for arg in [*node.bases, *node.keywords]:
-            arg.visit(self)
+            traverse(arg, self)
         self._open(node, "class")
-        node.body.visit(self)
+        traverse(node.body, self)
         self._close(node)
         return False
 
@@ -353,7 +354,7 @@ def collect_scopes(module: cst.Module, walk: Callable[[cst.CSTNode, cst.CSTVisit
     visits (exact for the names spelled on those statements: see `DeviceCodemod.scopes_for`)."""
     collector = ScopeCollector(module)
     if walk is None:
-        module.visit(collector)
+        traverse(module, collector)
     else:
         walk(module, collector)
     return ModuleScopes(collector.module, collector.by_node, collector.names, collector.star_import)

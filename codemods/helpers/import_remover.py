@@ -21,6 +21,7 @@ from libcst.helpers import get_full_name_for_node
 
 from codemods.helpers.import_adder import absolute_module, skips_imports
 from codemods.helpers.names import _BLOCKS
+from codemods.engine.traverse import traverse
 
 _IMPORT = (cst.Import, cst.ImportFrom)
 _CLAUSES = (cst.BaseCompoundStatement, cst.ExceptHandler, cst.ExceptStarHandler, cst.Else, cst.Finally, cst.MatchCase)
@@ -63,7 +64,7 @@ class UsedNamesRemover(cst.CSTTransformer):
         self.visit_Module(tree)
         if not self._unused_imports:
             return tree  # nothing to remove: no walk
-        return tree.visit(self)
+        return traverse(tree, self)
 
     def visit_Module(self, node: cst.Module) -> None:
         lister = _ImportLister(node.body)
@@ -77,7 +78,7 @@ class UsedNamesRemover(cst.CSTTransformer):
         used: set[str] = {name for name in wanted if spelled[name] > in_imports[name]}
         if used:
             collector = _Uses()
-            node.visit(collector)
+            traverse(node, collector)
             used &= collector.used
         self._unused_imports = {
             alias: statement for statement, alias in lister.aliases if _bound(alias) in wanted - used
@@ -89,7 +90,7 @@ class UsedNamesRemover(cst.CSTTransformer):
                 function = next((a for a in reversed(lister.around[id(statement)]) if isinstance(a, cst.FunctionDef)), None)
                 if function is not None:
                     local = _Uses()
-                    function.body.visit(local)
+                    traverse(function.body, local)
                     if _bound(alias) not in local.used:
                         self._unused_imports[alias] = statement
         # The walk that edits them enters only the compound statements around them.
@@ -286,11 +287,11 @@ class _Uses(cst.CSTVisitor):
         self.used.add(node.value)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
+        traverse(node.value, self)
         return False  # `.attr` names an attribute, not a binding of this module
 
     def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
+        traverse(node.value, self)
         return False  # `kw=` names a parameter
 
     def visit_Annotation(self, node: cst.Annotation) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Sequence
 import libcst as cst
 
 from codemods.helpers.scan import _BLOCKS, FileNames
+from codemods.engine.traverse import traverse
 
 if TYPE_CHECKING:
     from codemods.helpers.context import FileContext
@@ -41,7 +42,7 @@ def every_name(tree: cst.CSTNode) -> set[str]:
         def visit_Name(self, node: cst.Name) -> None:
             names.add(node.value)
 
-    tree.visit(_Names())
+    traverse(tree, _Names())
     return names
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Container
 
 import libcst as cst
+from codemods.engine.traverse import traverse
 
 
 def is_docstring(statement: cst.CSTNode) -> bool:
@@ -76,7 +77,7 @@ def comment_lines(statement: cst.BaseStatement) -> list[cst.EmptyLine]:
     """What must stay of a statement that goes: its leading lines, then each comment in it on a line of its own."""
     leading = list(statement.leading_lines)
     finder = _Comments()
-    statement.visit(finder)
+    traverse(statement, finder)
     own = {id(line.comment) for line in leading if line.comment is not None}
     return leading + [cst.EmptyLine(comment=c) for c in finder.found if id(c) not in own]
 

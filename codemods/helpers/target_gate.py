@@ -17,6 +17,7 @@ import libcst as cst
 from codemods.helpers.import_edits import ImportItem
 from codemods.helpers.names import dotted
 from codemods.versions import Version, minimums, needed
+from codemods.engine.traverse import traverse
 
 Resolve = Callable[[cst.BaseExpression], "str | None"]
 
@@ -40,7 +41,7 @@ class _Symbols(cst.CSTVisitor):
             self.found.add(qualified)
 
     def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)  # not the keyword's own Name
+        traverse(node.value, self)  # not the keyword's own Name
         return False
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -60,9 +61,9 @@ class _Symbols(cst.CSTVisitor):
 
     def visit_Param(self, node: cst.Param) -> bool:
         if node.default is not None:
-            node.default.visit(self)
+            traverse(node.default, self)
         if node.annotation is not None:
-            node.annotation.visit(self)
+            traverse(node.annotation, self)
         return False
 
 
@@ -77,7 +78,7 @@ def _nodes(node: cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel) -> Ite
 def symbols(node, resolve: Resolve) -> set[str]:
     visitor = _Symbols(resolve)
     for part in _nodes(node):
-        part.visit(visitor)
+        traverse(part, visitor)
     return visitor.found
 
 

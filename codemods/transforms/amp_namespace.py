@@ -9,6 +9,7 @@ from codemods.base import MigrationCodemod
 from codemods.helpers.import_edits import UsedNamesRemover
 from codemods.helpers.spelling import head, import_forms, reference, retire
 from codemods.helpers.statements import drop_vanished, prune_if
+from codemods.base import traverse
 
 # Old qualified name -> (new qualified name, device type, kind). The submodule spellings are the
 # classes' real homes, reachable as `from torch.cuda.amp.grad_scaler import GradScaler`.
@@ -121,7 +122,7 @@ class AmpNamespace(MigrationCodemod):
         going, around = UsedNamesRemover(self.context.removed).plan(tree)  # what the removal after the walk takes
         if not around:  # only module-level imports go: no block can be left empty
             return tree
-        return tree.visit(_Shells(self, going, around))
+        return traverse(tree, _Shells(self, going, around))
 
     def _record_origin(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:
         self.origins[id(updated_node)] = (original_node, updated_node)

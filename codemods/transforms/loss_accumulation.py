@@ -7,6 +7,7 @@ import libcst as cst
 from codemods.helpers import arguments
 from codemods.base import MigrationCodemod
 from codemods.helpers.bindings import ScopeNodes
+from codemods.base import traverse
 
 # torch.nn.functional losses that return a scalar unless told `reduction="none"`.
 FUNCTIONAL = frozenset(
@@ -102,7 +103,7 @@ class LossAccumulation(MigrationCodemod):
                     for target in assign.targets:
                         criteria.add(codemod.code_for(target.target))
 
-        node.visit(Criteria())
+        traverse(node, Criteria())
         self._plan(ScopeNodes.of(node))
 
     def _is_loss_class(self, call: cst.Call) -> bool:
@@ -269,7 +270,7 @@ def _loss_names_in(expr: cst.BaseExpression) -> set[str]:
         def visit_Name(self, node: cst.Name) -> None:
             names.add(node.value)
 
-    expr.visit(Names())
+    traverse(expr, Names())
     return names
 
 

@@ -8,6 +8,7 @@ from codemods.gates.scalar_first import FUNCTIONS, METHODS
 from codemods.helpers.bindings import BodyBindings
 from codemods.base import MigrationCodemod
 from codemods.helpers.arguments import keyword_arg
+from codemods.base import traverse
 # Methods whose result is a tensor whatever their receiver's shape: a chain `exp_avg.mul_(b1).add_(...)`.
 TENSOR_METHODS = frozenset(
     "mul mul_ div div_ add add_ sub sub_ addcmul addcmul_ addcdiv addcdiv_ sqrt sqrt_ clone detach pow pow_"
@@ -82,7 +83,7 @@ class ScalarFirst(MigrationCodemod):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         scope = _Scope()
-        node.body.visit(_Binder(scope))
+        traverse(node.body, _Binder(scope))
         self._scopes.append(scope)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:

@@ -7,6 +7,7 @@ import libcst as cst
 from codemods.helpers import arguments
 from codemods.helpers.names import dotted
 from codemods.helpers.references import ReferenceCodemod
+from codemods.base import traverse
 
 SIX = "torch._six"
 
@@ -203,7 +204,7 @@ class TorchSix(ReferenceCodemod):
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         fixer = _SixImports(self.blocked, _binds_torch_elsewhere(original_node))
-        new = updated_node.visit(fixer)
+        new = traverse(updated_node, fixer)
         self.rewrites += fixer.changed  # the import itself is what fails on torch >= 2.0
         return new
 
@@ -222,7 +223,7 @@ def _binds_torch_elsewhere(module: cst.Module) -> bool:
                     self.found = True
 
     finder = Finder()
-    module.visit(finder)
+    traverse(module, finder)
     return finder.found
 
 

@@ -29,6 +29,7 @@ from codemods.transforms.autograd_function.tree import (
     _Parents,
     _statements,
 )
+from codemods.base import traverse
 
 
 class AutogradFunction(ClassChecks, CallSites, Rewrites, MigrationCodemod):
@@ -124,7 +125,7 @@ class AutogradFunction(ClassChecks, CallSites, Rewrites, MigrationCodemod):
 
     def visit_Module(self, node: cst.Module) -> None:
         scope = _Parents()
-        node.visit(scope)
+        traverse(node, scope)
         self._parents = scope.parents
         for cls in scope.classes:
             if not self._is_legacy(cls):
@@ -260,7 +261,7 @@ class AutogradFunction(ClassChecks, CallSites, Rewrites, MigrationCodemod):
         new_class = updated_node.with_changes(body=updated_node.body.with_changes(body=body))
         replacement: cst.CSTNode | cst.FlattenSentinel = new_class
         if plan.new_name is not None:
-            new_class = new_class.visit(_ClassRenamer(plan.name, plan.new_name)).with_changes(name=cst.Name(plan.new_name))
+            new_class = traverse(new_class, _ClassRenamer(plan.name, plan.new_name)).with_changes(name=cst.Name(plan.new_name))
             replacement = cst.FlattenSentinel([new_class, self._wrapper(plan)])
         review = plan.reason or (
             f"legacy autograd Function `{plan.name}` made static; its call sites call `{plan.name}.apply`"

@@ -7,6 +7,7 @@ import libcst as cst
 
 from codemods.helpers.statements import is_docstring
 from codemods.transforms.autograd_function.plan import _Plan
+from codemods.base import traverse
 
 
 class Rewrites:
@@ -14,7 +15,7 @@ class Rewrites:
 
     def _static(self, method: cst.FunctionDef, plan: _Plan, name: str, assigns: list[cst.BaseStatement]) -> cst.FunctionDef:
         me = plan.self_names[name]
-        method = method.with_changes(body=method.body.visit(_Renamer(me)))
+        method = method.with_changes(body=traverse(method.body, _Renamer(me)))
         params = list(method.params.params)
         params[0] = params[0].with_changes(name=cst.Name("ctx"))
         if name == "forward" and plan.init_params:
@@ -94,7 +95,7 @@ class _Renamer(cst.CSTTransformer):
         self._skip: set[int] = set()
 
     def visit_statement(self, statement: cst.BaseStatement) -> cst.BaseStatement:
-        return statement.visit(self)
+        return traverse(statement, self)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._skip.add(id(node.attr))

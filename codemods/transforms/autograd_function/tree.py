@@ -4,6 +4,7 @@ and class-level names, and where a node sits."""
 from __future__ import annotations
 
 import libcst as cst
+from codemods.base import traverse
 
 
 class _Parents(cst.CSTVisitor):
@@ -37,7 +38,7 @@ class _Walk(cst.CSTVisitor):
 
 def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
     walker = _Walk()
-    node.visit(walker)
+    traverse(node, walker)
     return walker.nodes
 
 
@@ -48,11 +49,11 @@ class _Names(cst.CSTVisitor):
         self.found: set[str] = set()
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
+        traverse(node.value, self)
         return False
 
     def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
+        traverse(node.value, self)
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -61,7 +62,7 @@ class _Names(cst.CSTVisitor):
 
 def _name_values(node: cst.CSTNode) -> set[str]:
     names = _Names()
-    node.visit(names)
+    traverse(node, names)
     return names.found
 
 
@@ -129,8 +130,8 @@ def _dotted_head(expr: cst.BaseExpression) -> str:
 
 def _bound_names(function: cst.FunctionDef) -> set[str]:
     bound = _Bound()
-    function.params.visit(bound)
-    function.body.visit(bound)
+    traverse(function.params, bound)
+    traverse(function.body, bound)
     return bound.found
 
 

@@ -7,6 +7,7 @@ import libcst as cst
 
 from codemods.helpers.names import dotted
 from codemods.helpers.bindings import ScopeNodes
+from codemods.base import traverse
 
 
 class _Scope:
@@ -84,7 +85,7 @@ class _Scope:
             def visit_Name(self, name: cst.Name) -> None:
                 scope.escaped.add(name.value)
 
-        node.visit(Reads())
+        traverse(node, Reads())
 
     @staticmethod
     def _skip_all(node: cst.CSTNode, skip: set[int]) -> None:
@@ -93,7 +94,7 @@ class _Scope:
                 skip.add(id(inner))
                 return True
 
-        node.visit(All())
+        traverse(node, All())
 
     @staticmethod
     def _targets(target: cst.BaseExpression, skip: set[int]) -> list[str]:

@@ -29,6 +29,7 @@ from .symbols import (
     WRAP_WORDS,
 )
 from .syntax import assigned_name, is_main_guard
+from codemods.base import traverse
 
 if TYPE_CHECKING:
     from codemods.base import MigrationCodemod
@@ -349,7 +350,7 @@ class _SurveyVisitor(cst.CSTVisitor):
     def _pure(self, call: cst.Call) -> bool:
         checker = _PureCheck(self.codemod)
         for arg in call.args:
-            arg.value.visit(checker)
+            traverse(arg.value, checker)
         return checker.pure
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods.helpers.names import dotted
+from codemods.base import traverse
 
 
 class _Nodes(cst.CSTVisitor):
@@ -24,7 +25,7 @@ class _Nodes(cst.CSTVisitor):
 
 def all_nodes(root: cst.CSTNode) -> list[cst.CSTNode]:
     walker = _Nodes()
-    root.visit(walker)
+    traverse(root, walker)
     return walker.nodes
 
 

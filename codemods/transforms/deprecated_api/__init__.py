@@ -18,6 +18,7 @@ from codemods.helpers.statements import reference as reference_key
 from codemods.transforms.deprecated_api.expressions import _attr, _tuple, int_value
 from codemods.transforms.deprecated_api.linalg import LinalgHandlers
 from codemods.transforms.deprecated_api.torch_handlers import TorchHandlers
+from codemods.base import traverse
 
 
 # Fields of the old result tuples a use may read (`torch.solve(b, A).solution`, `torch.svd(A).V`).
@@ -200,7 +201,7 @@ class DeprecatedApi(LinalgHandlers, TorchHandlers, MigrationCodemod):
     def _reads_underscore(self) -> bool:
         if self._underscore is None:
             visitor = _UnderscoreReads()
-            self._tree.visit(visitor)
+            traverse(self._tree, visitor)
             self._underscore = visitor.read
         return self._underscore
 

@@ -8,6 +8,7 @@ from codemods.helpers.statements import is_docstring
 from codemods.transforms.h5py_lazy_open.plan import ClassPlan
 from codemods.transforms.h5py_lazy_open.runtime import DESCRIPTOR, LAZY
 from codemods.transforms.h5py_lazy_open.syntax import first_param
+from codemods.base import traverse
 
 
 def _close_call(self_name: str, *names: str) -> cst.Expr:
@@ -27,7 +28,7 @@ class ClassRewriter(cst.CSTTransformer):
         self._functions: list[cst.FunctionDef] = []
 
     def rewrite(self, node: cst.ClassDef) -> cst.ClassDef:
-        new = node.visit(self)
+        new = traverse(node, self)
         assert isinstance(new, cst.ClassDef)
         return self._with_descriptors(new)
 

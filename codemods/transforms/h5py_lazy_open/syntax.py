@@ -8,6 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods.helpers.bindings import ScopeNodes
+from codemods.base import traverse
 
 
 def read_chain(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, int]:
@@ -110,7 +111,7 @@ def names_in(node: cst.CSTNode) -> list[cst.Name]:
         def visit_Name(self, name: cst.Name) -> None:
             found.append(name)
 
-    node.visit(Names())
+    traverse(node, Names())
     return found
 
 

@@ -12,6 +12,7 @@ from codemods.base import MigrationCodemod
 from codemods.helpers.arguments import append_args, keyword_arg
 from codemods.helpers.load_flows import LOAD_WORD, Flows
 from codemods.transforms.load_weights_only.checkpoints import _Checkpoints
+from codemods.base import traverse
 
 POSITIONAL = ("f", "map_location", "pickle_module")
 
@@ -93,7 +94,7 @@ class LoadWeightsOnly(MigrationCodemod):
         """The module's saves and key reads: a full walk, made only for a load that needs it."""
         if self._checkpoints is None:
             self._checkpoints = _Checkpoints(self.imports)
-            self._module.visit(self._checkpoints)
+            traverse(self._module, self._checkpoints)
         return self._checkpoints
 
     def _name_call(self, node: cst.Call, bound: dict) -> str:

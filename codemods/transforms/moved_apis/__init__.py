@@ -15,6 +15,7 @@ from codemods.helpers.references import ReferenceCodemod
 from codemods.helpers.spelling import ImportForm, head, import_forms, reference
 from codemods.transforms.moved_apis.calls import PYTREE, REMOVAL_REVIEW, REMOVE_PARAMETRIZATIONS, SDP_KERNEL, WEIGHT_NORM, WholeCalls
 from codemods.transforms.moved_apis.survey import _Survey
+from codemods.base import traverse
 
 
 _WEIGHT_NORM_PARTS = {"weight_g": "original0", "weight_v": "original1"}
@@ -129,7 +130,7 @@ class MovedApis(WholeCalls, ReferenceCodemod):
 
     def visit_Module(self, node: cst.Module) -> None:
         survey = _Survey(self.qualified_name, node)
-        node.visit(survey)
+        traverse(node, survey)
         self._bindings = survey.bindings
         self._weight_norm_here = survey.weight_norm and self.available(WEIGHT_NORM)
         # `from torch.nn.utils import remove_weight_norm` moves in place when every use is a call

@@ -16,6 +16,7 @@ from codemods.gates.loss_reduction import losses
 from codemods.helpers import arguments
 from codemods.transforms.scalar_item.environments import Bindings, ClassFacts, Env, Param, Value
 from codemods.transforms.scalar_item.reads import REDUCTIONS, TORCH_REDUCTIONS, argument_for, full_reduction, is_super, reduces, scalar_read
+from codemods.base import traverse
 
 # Module methods that return the module itself: `nn.CrossEntropyLoss().cuda()` is still the loss.
 _MODULE_SELF = frozenset({"cuda", "cpu", "to", "float", "double", "half", "train", "eval"})
@@ -91,7 +92,7 @@ class ScalarItem(MigrationCodemod):
         self._sites: dict[int, list[tuple[cst.Call, Env, int]]] = {}
 
     def visit_Module(self, node: cst.Module) -> None:
-        node.visit(self._bindings)
+        traverse(node, self._bindings)
         self._envs = [Env((self._bindings.module,))]
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:

@@ -9,6 +9,7 @@ import libcst as cst
 
 from codemods.gates.state_dict_prefix import PREFIX
 from codemods.helpers.names import dotted
+from codemods.base import traverse
 
 
 def source_of(node: cst.CSTNode) -> str:
@@ -109,7 +110,7 @@ def contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
             return not self.found
 
     finder = Finder()
-    node.visit(finder)
+    traverse(node, finder)
     return finder.found
 
 
@@ -147,7 +148,7 @@ def names_in(node: cst.CSTNode) -> set[str]:
                 self.found.add(n.value)
 
     v = Names()
-    node.visit(v)
+    traverse(node, v)
     return v.found
 
 
@@ -175,6 +176,6 @@ def is_pure_test(test: cst.BaseExpression) -> bool:
             self.pure = False
 
     check = Check()
-    test.visit(check)
+    traverse(test, check)
     return check.pure
 

@@ -19,6 +19,7 @@ from codemods.helpers import ddp
 from codemods.helpers.names import dotted
 from codemods.helpers.patterns import Words
 from codemods.transforms.state_dict_prefix.nodes import is_len_prefix, is_method_call, is_prefix_string, names_in, one_slice
+from codemods.base import traverse
 
 Resolve = Callable[[cst.BaseExpression], "str | None"]
 
@@ -141,7 +142,7 @@ def assigned_names(body) -> set[str]:
 
     v = Targets()
     for stmt in body:
-        stmt.visit(v)
+        traverse(stmt, v)
     return v.found
 
 
@@ -181,6 +182,6 @@ def loaded_names(resolve: Resolve, body) -> set[str]:
 
     v = Assigns()
     for stmt in body:
-        stmt.visit(v)
+        traverse(stmt, v)
     return v.good - v.bad
 

@@ -18,6 +18,7 @@ from codemods.transforms.state_dict_prefix import plan
 from codemods.transforms.state_dict_prefix.nodes import names_in
 from codemods.transforms.state_dict_prefix.plan import APPLIED, TRIED, BlockContext, Decline, Edit
 from codemods.transforms.state_dict_prefix.survey import LOAD_WORD, assigned_names, loaded_names, survey_module
+from codemods.base import traverse
 
 
 class StateDictPrefixTransformer(MigrationCodemod):
@@ -59,7 +60,7 @@ class StateDictPrefixTransformer(MigrationCodemod):
         if self.qualified_name(node.func) != "torch.save" and "save" not in name.rsplit(".", 1)[-1].lower():
             return
         for arg in node.args:
-            arg.value.visit(_StateDictCalls(self.survey.wrapped, self.saved))
+            traverse(arg.value, _StateDictCalls(self.survey.wrapped, self.saved))
 
     # -- saving: unwrap first ---------------------------------------------------------------------
 

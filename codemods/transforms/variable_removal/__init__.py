@@ -12,6 +12,7 @@ from codemods.helpers.names import dotted
 from codemods.helpers.patterns import Words
 from codemods.transforms.variable_removal.leftovers import Leftovers
 from codemods.transforms.variable_removal.origin import TensorOrigin, _TensorTypeNames
+from codemods.base import traverse
 
 TENSOR_TYPE_WORDS = Words(r"Tensor\b")  # the lines that can bind a name to a legacy tensor type
 
@@ -270,5 +271,5 @@ class _Calls(cst.CSTVisitor):
 def _has_call(expr: cst.BaseExpression) -> bool:
     """Whether `expr` is or holds a call."""
     finder = _Calls()
-    expr.visit(finder)
+    traverse(expr, finder)
     return finder.found
