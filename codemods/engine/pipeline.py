@@ -133,7 +133,7 @@ def _run(
             if scan is not None and not spec.gate.may_act(scan, spec.sites, file.facts):
                 continue
         # A fresh context per codemod: chained codemods sharing one re-apply each other's imports.
-        codemod = spec.codemod(CodemodContext(filename=file.path), file)
+        codemod = spec.codemod(CodemodContext(filename=file.path, codegen=codegen), file)
         codemod._prepare(statement_map, spec.sites if codemod.PRUNE else None)
         try:
             new = codemod.transform_module(tree)

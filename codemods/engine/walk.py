@@ -63,6 +63,7 @@ class CodemodContext:
     re-apply each other's imports)."""
 
     filename: str | None = None
+    codegen: Callable[[cst.Module], str] | None = None  # the file's engine/codegen.ModuleCode
     added: list[ImportItem] = field(default_factory=list)
     removed: list[tuple[str, str | None, str | None]] = field(default_factory=list)
 
@@ -138,7 +139,7 @@ class Walk(cst.CSTTransformer):
         if self.context.added:
             tree = traverse(tree, TopImportsAdder(self.context.added))
         if self.context.removed:
-            tree = UsedNamesRemover(self.context.removed).transform(tree)
+            tree = UsedNamesRemover(self.context.removed, self.context.codegen).transform(tree)
         return tree
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -41,8 +41,11 @@ class UsedNamesRemover(cst.CSTTransformer):
     """Removes the imports asked for whose bound name the module no longer uses (see the module
     docstring); a statement left without names goes, a kept name loses a trailing comma."""
 
-    def __init__(self, unused: Sequence[tuple[str, str | None, str | None]]) -> None:
+    def __init__(
+        self, unused: Sequence[tuple[str, str | None, str | None]], code: Callable[[cst.Module], str] | None = None
+    ) -> None:
         super().__init__()
+        self._code = code  # the module's code, from the engine's per-file ModuleCode when given
         self.unused_module_imports: dict[str, str | None] = {module: alias for module, obj, alias in unused if obj is None}
         self.unused_obj_imports: dict[str, set[tuple[str, str | None]]] = {}
         for module, obj, alias in unused:
@@ -72,7 +75,7 @@ class UsedNamesRemover(cst.CSTTransformer):
         wanted |= {a or obj for pairs in self.unused_obj_imports.values() for obj, a in pairs}
         # Fast path: a name the module's text spells no more often than its import lines do is
         # unused. Only a name spelled elsewhere (maybe only in a comment) needs the full walk.
-        code = node.code
+        code = self._code(node) if self._code is not None else node.code
         in_imports = Counter(w for s in lister.statements for w in _REFERENCE.findall(node.code_for_node(s)))
         spelled = Counter(w for w in _REFERENCE.findall(code) if w in wanted)
         used: set[str] = {name for name in wanted if spelled[name] > in_imports[name]}
