@@ -17,6 +17,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from codemods import base
 from codemods.engine import walk
+from codemods.engine.traverse import attribute_handlers
 from codemods.base import CodemodContext, FileContext, MigrationCodemod
 from codemods.helpers.names import Imports, _ImportCollector, walk_statements
 
@@ -186,7 +187,7 @@ def test_attribute_handlers_are_dispatched_only_where_defined() -> None:
 
     codemod, code = _apply(_Attributes)
     assert codemod.seen == 3 and code == SOURCE
-    assert walk._attribute_handlers(_Attributes) and not walk._attribute_handlers(_Recorder)
+    assert attribute_handlers(_Attributes) and not attribute_handlers(_Recorder)
     assert base.MigrationCodemod._handler(codemod, "visit_", cst.Name("x")) is None  # a stub: skipped
     assert codemod._handler("visit_", cst.Call(cst.Name("f")), "func") is not None
 

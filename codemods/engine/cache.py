@@ -41,7 +41,8 @@ FORMAT = 1
 
 @dataclass(frozen=True)
 class FileOutcome:
-    """What the pipeline made of one file's bytes; everything a FileResult needs but the diff."""
+    """What the pipeline made of one file's bytes: everything a FileResult needs (the diff once
+    a --diff or --check run made it)."""
 
     status: Status
     rewrites: dict[str, int]
@@ -49,6 +50,7 @@ class FileOutcome:
     problem: Problem | None = None
     notes: tuple[str, ...] = ()
     code: str | None = None  # the migrated text when status is CHANGED
+    diff: str | None = None  # its unified diff (the key holds the display path it names)
 
     def to_json(self) -> dict:
         return {
@@ -58,6 +60,7 @@ class FileOutcome:
             "problem": self.problem.to_dict() if self.problem else None,
             "notes": list(self.notes),
             "code": self.code,
+            "diff": self.diff,
         }
 
     @classmethod
@@ -67,10 +70,12 @@ class FileOutcome:
         findings = tuple(Finding(**f) for f in raw["findings"])
         problem = Problem(**raw["problem"]) if raw["problem"] is not None else None
         notes = tuple(str(n) for n in raw["notes"])
-        code = raw["code"]
+        code, diff = raw["code"], raw.get("diff")
         if (code is None) == (status is Status.CHANGED) or not (code is None or isinstance(code, str)):
             raise ValueError("changed entries carry the migrated text, others none")
-        return cls(status, rewrites, findings, problem, notes, code)
+        if not (diff is None or (isinstance(diff, str) and code is not None)):
+            raise ValueError("a diff belongs to a changed entry")
+        return cls(status, rewrites, findings, problem, notes, code, diff)
 
 
 def default_dir(paths: Sequence[Path], config_source: Path | None = None) -> Path:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import fnmatch
+import errno
 import os
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +66,10 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
+# What `Path.is_file()` answers False to rather than raise: not a file to report as unreadable.
+_NOT_A_FILE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+
+
 def walk(
     directory: Path, skip: frozenset[str] = SKIP_DIRS, onerror: Callable[[OSError], None] | None = None
 ) -> Iterator[Path]:
@@ -111,7 +117,7 @@ def discover(
     for named files are matched relative to `root` (the config's folder) or the working directory.
     """
     found = Discovered()
-    seen: set[Path] = set()
+    seen: set[tuple[int, int]] = set()
 
     def add(path: Path, root: Path) -> None:
         if not path.name.endswith(tuple(suffixes)):
@@ -119,10 +125,13 @@ def discover(
         if path.is_symlink() and not _inside(path, root):
             return  # never follow a link out of the tree we were asked to migrate
         try:
-            if not path.is_file():
-                return  # a directory called x.py, a dangling link, a socket
-            key = path.resolve()
+            status = path.stat()
+            if not stat.S_ISREG(status.st_mode):
+                return  # a directory called x.py, a socket
+            key = (status.st_dev, status.st_ino)  # one file, by whatever names it is reached
         except OSError as exc:
+            if exc.errno in _NOT_A_FILE:
+                return  # a dangling link, a link loop
             found.unreadable.append((path, exc.strerror or str(exc)))
             return
         if key not in seen:

@@ -87,7 +87,9 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
     except OSError as exc:
         return FileResult(display, Status.ERROR, problem=Problem(display, 0, f"cannot read: {exc.strerror or exc}"))
 
-    specs = plan.specs_for(os.path.relpath(path.resolve(), plan.root) if plan.root else display)
+    specs = plan.specs if not plan.per_file_ignores else plan.specs_for(
+        os.path.relpath(path.resolve(), plan.root) if plan.root else display
+    )
     if not specs:
         return FileResult(display, Status.SKIPPED)
     if path.suffix == ".ipynb":
@@ -105,25 +107,30 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
             f"{format_version(plan.target.version)}\0{plan.era}\0{names}",
         )
         outcome = cache.get(key)
-    if outcome is None:
+    fresh = outcome is None
+    if fresh:
         if cached_only:
             return None
         outcome, source = _outcome(data, display, specs, plan)
-        if cache is not None:
-            cache.put(key, outcome)
+    # --check keeps the diff too: reports locate pending rewrites by its hunks (SARIF regions).
+    # The display path and the bytes are in the key, so the entry keeps the diff once made.
+    if outcome.status is Status.CHANGED and plan.mode != "write" and outcome.diff is None:
+        source = source if source is not None else decode(data)
+        outcome = replace(outcome, diff=unified_diff(source.text, outcome.code, display))
+        fresh = True
+    if cache is not None and fresh:
+        cache.put(key, outcome)
 
     result = FileResult(display, outcome.status, outcome.rewrites, outcome.findings, outcome.problem, notes=outcome.notes)
     if outcome.status is not Status.CHANGED:
         return result
-    if source is None:  # a cache hit: only the (cheap) decoding is redone, to diff or write
-        source = decode(data)
-    # --check keeps the diff too: reports locate pending rewrites by its hunks (SARIF regions).
-    diff = unified_diff(source.text, outcome.code, display) if plan.mode != "write" else None
     if plan.mode == "write":
+        source = source if source is not None else decode(data)  # a cache hit: only decoding is redone
         failed = _write(path, source, outcome.code, display, outcome.findings)
         if failed is not None:
             return failed
-    return replace(result, diff=diff)
+        return result
+    return replace(result, diff=outcome.diff)
 
 
 def _write(path: Path, source: Decoded, code: str, display: str, findings) -> FileResult | None:
