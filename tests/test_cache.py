@@ -218,3 +218,17 @@ def test_parallel_run_uses_the_cache_too(tmp_path: Path, monkeypatch) -> None:
     at = next(i for i, f in enumerate(cold.files) if f.path.endswith("m3.py"))
     assert mixed.files[at].diff != cold.files[at].diff
     assert [c for i, c in enumerate(_comparable(mixed)) if i != at] == [c for i, c in enumerate(_comparable(cold)) if i != at]
+
+
+def test_a_warm_diff_is_read_from_the_entry_not_made_again(tmp_path: Path, monkeypatch) -> None:
+    root = _project(tmp_path)
+    _run(root, mode="write")  # an entry without a diff: a write run makes none
+    (root / "pkg" / "train.py").write_text(LEGACY)  # back to the legacy text, whose entry exists
+    first = _run(root, mode="diff")  # a hit: makes the diff once, and keeps it in the entry
+    monkeypatch.setattr(runner, "transform_source", lambda *a, **k: pytest.fail("not a cache hit"))
+    monkeypatch.setattr(runner, "unified_diff", lambda *a, **k: pytest.fail("the diff was made again"))
+    again = _run(root, mode="diff")
+    assert _comparable(again) == _comparable(first)
+    assert MIGRATED_LINE in next(f.diff for f in again.files if f.diff)
+    check = _run(root, mode="check")
+    assert [f.diff for f in check.files] == [f.diff for f in first.files]
