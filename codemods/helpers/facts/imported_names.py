@@ -100,6 +100,7 @@ class _Modules:
         self._exports: dict[str, dict[str, str | None]] = {}
         self._open: set[str] = set()
         self._previous: dict[str, dict[str, str | None]] = {}  # the last round's, for cycles
+        self._found: dict[tuple[int, str, str], str | None] = {}  # find's answers, by folder
 
     def settle(self, paths: Iterable[str]) -> None:
         """Compute every module's exports; modules in an import cycle see each other's names
@@ -116,8 +117,14 @@ class _Modules:
     def find(self, level: int, module: str, importer: str) -> str | None:
         """The repository file `from <level dots><module> import ...` in `importer` names, if any:
         relative to its package, else the nearest folder above it that holds the module."""
-        parts = [p for p in module.split(".") if p]
         folder = os.path.dirname(importer)
+        key = (level, module, folder)  # every file of a folder asks the same (`import torch`)
+        if key not in self._found:
+            self._found[key] = self._find(level, module, folder)
+        return self._found[key]
+
+    def _find(self, level: int, module: str, folder: str) -> str | None:
+        parts = [p for p in module.split(".") if p]
         if level:
             for _ in range(level - 1):
                 folder = os.path.dirname(folder)
