@@ -21,6 +21,7 @@ A visitor whose class handles tokens gets libcst's own walk.
 from __future__ import annotations
 
 import inspect
+import linecache
 import re
 from functools import lru_cache
 from typing import Callable
@@ -93,9 +94,20 @@ def _children(node_type: type) -> tuple[tuple[str, frozenset[str]], ...]:
     else:
         return ()
     order: dict[str, set[str]] = {}
-    for helper, attribute in _VISIT_CALL.findall(inspect.getsource(method)):
+    for helper, attribute in _VISIT_CALL.findall(_source(method)):
         order.setdefault(attribute, set()).add(helper)
     return tuple((attribute, frozenset(helpers)) for attribute, helpers in order.items())
+
+
+def _source(function) -> str:
+    """A function's source lines, found from its code object's line table (inspect.getsource
+    tokenizes to find the end: many times slower, and this runs for each node type a run meets)."""
+    code = function.__code__
+    lines = linecache.getlines(code.co_filename)
+    last = max((line for _, _, line in code.co_lines() if line is not None), default=code.co_firstlineno)
+    if not lines:
+        return inspect.getsource(function)
+    return "".join(lines[code.co_firstlineno - 1 : last])
 
 
 def traverse(node: CSTNode, visitor: cst.CSTVisitor | cst.CSTTransformer):
