@@ -280,8 +280,9 @@ def _process_chunk(files: list[tuple[Path, str]]) -> list[FileResult]:
 
 
 def _results(work: list[tuple[int, tuple]], jobs: int, stop: StopFlag) -> Iterator[tuple[int, FileResult]]:
-    """(index, result) for each `(index, job)`, in order; after a stop request, only those of
-    the files already done or in progress (a worker stops after the file it is on)."""
+    """(index, result) for each `(index, job)`: in order in this process, largest files first in
+    a pool; after a stop request, only those of the files already done or in progress (a worker
+    stops after the file it is on)."""
     if jobs <= 1 or len(work) < _POOL_THRESHOLD:
         for index, job in work:
             if stop.requested:
@@ -293,6 +294,9 @@ def _results(work: list[tuple[int, tuple]], jobs: int, stop: StopFlag) -> Iterat
     from concurrent.futures.process import BrokenProcessPool
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    # Largest files first: the last chunks are then small files, and no worker is left with a
+    # large one while the others wait. Each result keeps its index (the caller orders by it).
+    work = sorted(work, key=_size, reverse=True)
     size = max(1, min(16, len(work) // (jobs * 4)))
     chunks = [work[i : i + size] for i in range(0, len(work), size)]
     context = multiprocessing.get_context(method)
@@ -320,6 +324,13 @@ def _results(work: list[tuple[int, tuple]], jobs: int, stop: StopFlag) -> Iterat
             yield from zip((index for index, _ in chunk), results)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _size(item: tuple[int, tuple]) -> int:
+    try:
+        return os.path.getsize(item[1][0])
+    except OSError:
+        return 0  # unreadable: the worker reports it
 
 
 def _in_progress(chunks: list[list], futures: list) -> Iterator[tuple[int, FileResult]]:

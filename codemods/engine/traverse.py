@@ -23,6 +23,7 @@ from __future__ import annotations
 import inspect
 import linecache
 import re
+import weakref
 from functools import lru_cache
 from typing import Callable
 
@@ -52,7 +53,23 @@ _TOKEN_NAMES = frozenset(t.__name__ for t in TOKENS)
 _HANDLER = re.compile(r"(?:visit|leave)_([A-Z][A-Za-z]*?)(?:_([a-z][a-z_]*))?")
 
 
-@lru_cache(maxsize=None)
+def _per_class(function: Callable[[type], bool]) -> Callable[[type], bool]:
+    """`function(cls)` computed once per class, remembered only while the class lives: surveys
+    define visitor classes inside functions, a new class at every call."""
+    known: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def cached(cls: type) -> bool:
+        try:
+            return known[cls]
+        except KeyError:
+            answer = known[cls] = function(cls)
+            return answer
+
+    cached.__doc__ = function.__doc__
+    return cached
+
+
+@_per_class
 def handles_tokens(cls: type) -> bool:
     """Whether `cls` (or a base outside libcst) has a visit_/leave_ method of a token type (a
     `visit_Comma`, a `leave_LeftParen_whitespace_after`). Attribute callbacks of other nodes
@@ -67,7 +84,7 @@ def handles_tokens(cls: type) -> bool:
     return False
 
 
-@lru_cache(maxsize=None)
+@_per_class
 def attribute_handlers(cls: type) -> bool:
     """Whether `cls` (or a base outside libcst) defines a `visit_X_attr`/`leave_X_attr` method:
     without one, the per-attribute callbacks (several per node) are not made."""
