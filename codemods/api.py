@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Sequence
 from codemods import pins, registry
 from codemods.config import Config, find_config
 from codemods.engine import cache, pipeline
-from codemods.engine.cache import Cache
+from codemods.engine.cache import Cache, content_digest
 from codemods.engine.discovery import discover
 from codemods.engine.interrupt import Interrupted  # noqa: F401 - raised by migrate()
 from codemods.engine.runner import Plan, in_processes, run_files
@@ -83,43 +83,49 @@ def _facts(
         return RepoFacts()
     collectors = collectors_for(specs)
     names = tuple(collector.name for collector in collectors)
-    contents = []
+    store = Cache(cache_dir) if cache_dir is not None else None
+    # Each file is read here only to know it is readable and, with a cache, its digest; the
+    # workers read it again. Holding every file's bytes made this process 50 MB larger on the
+    # corpus, and the pipeline's workers are forked from it, each counting those pages again.
+    readable: list[tuple[str, bytes]] = []  # (path, digest: empty without a cache)
     for path in files:
         try:
-            contents.append((str(path), path.read_bytes()))
+            data = path.read_bytes()
         except OSError:
             continue
-    store = Cache(cache_dir) if cache_dir is not None else None
-    key = store.facts_key(contents, names) if store is not None else None
+        readable.append((str(path), content_digest(data) if store is not None else b""))
+        del data
+    key = store.facts_key(readable, names) if store is not None else None
     cached = store.get_facts(key) if store is not None else None
     if cached is not None:
         return cached
-    keys = [store.parts_key(path, data) for path, data in contents] if store is not None else []
-    parts = [store.get_parts(part_key, names) for part_key in keys] if store is not None else [None] * len(contents)
+    keys = [store.parts_key(path, digest) for path, digest in readable] if store is not None else []
+    parts = [store.get_parts(part_key, names) for part_key in keys] if store is not None else [None] * len(readable)
     missing = [index for index, found in enumerate(parts) if found is None]
     jobs = jobs if len(missing) >= _FACTS_POOL_THRESHOLD else 1  # ast is quick: a pool pays off late
     chunks = _chunks(missing, jobs)
-    work = [(names, [contents[index] for index in chunk]) for chunk in chunks]
+    work = [(names, [readable[index][0] for index in chunk]) for chunk in chunks]
     for chunk, read in zip(chunks, in_processes(_file_parts, work, jobs)):
         for index, found in zip(chunk, read):
             parts[index] = found
             if store is not None and any(part is not None for part in found.values()):
                 store.put_parts(keys[index], found)  # a file that adds nothing is cheap to read again
-    facts = merge_facts(collectors, ((path, found) for (path, _), found in zip(contents, parts)))
+    facts = merge_facts(collectors, ((path, found) for (path, _), found in zip(readable, parts)))
     if store is not None:
         store.put_facts(key, facts)
     return facts
 
 
-def _file_parts(job: tuple[tuple[str, ...], list[tuple[str, bytes]]]) -> list[dict]:
-    """Each file's parts for the collectors named (all None for a file that does not decode)."""
-    names, contents = job
+def _file_parts(job: tuple[tuple[str, ...], list[str]]) -> list[dict]:
+    """Each file's parts for the collectors named (all None for a file that does not decode, or
+    that can no longer be read)."""
+    names, paths = job
     collectors = [BY_NAME[name] for name in names]
     found = []
-    for path, data in contents:
+    for path in paths:
         try:
-            text = decode(data).text
-        except SourceError:
+            text = decode(Path(path).read_bytes()).text
+        except (OSError, SourceError):
             found.append(dict.fromkeys(names))
             continue
         found.append(file_parts(path, text, collectors))

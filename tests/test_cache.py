@@ -190,8 +190,8 @@ def test_the_cache_is_not_migrated_itself(tmp_path: Path) -> None:
 def test_facts_round_trip_and_corruption(tmp_path: Path) -> None:
     store = cache_mod.Cache(tmp_path)
     facts = RepoFacts(module_classes=frozenset({"Net", "Head"}), dataparallel_files=frozenset({"a.py"}))
-    key = store.facts_key([("a.py", b"class Net(nn.Module): pass\n")])
-    assert key != store.facts_key([("a.py", b"class Net(nn.Module): pass  \n")])
+    key = store.facts_key([("a.py", cache_mod.content_digest(b"class Net(nn.Module): pass\n"))])
+    assert key != store.facts_key([("a.py", cache_mod.content_digest(b"class Net(nn.Module): pass  \n"))])
     assert store.get_facts(key) is None
     store.put_facts(key, facts)
     assert store.get_facts(key) == facts

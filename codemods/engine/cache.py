@@ -88,6 +88,11 @@ def default_dir(paths: Sequence[Path], config_source: Path | None = None) -> Pat
     return (first if first.is_dir() else first.parent) / DIRNAME
 
 
+def content_digest(data: bytes) -> bytes:
+    """What the facts' keys hold of a file's bytes."""
+    return hashlib.sha256(data).digest()
+
+
 @lru_cache(maxsize=1)
 def tool_digest() -> str:
     """The tool version plus a digest of every source and data file of the `codemods` package."""
@@ -168,10 +173,11 @@ class Cache:
     # warm run reads one entry), and each file's parts, one per collector (after an edit, only
     # the edited files are read again).
 
-    def facts_key(self, contents: Sequence[tuple[str, bytes]], collectors: Sequence[str] = ()) -> str:
+    def facts_key(self, files: Sequence[tuple[str, bytes]], collectors: Sequence[str] = ()) -> str:
+        """The key of the facts of these files: (path, content_digest of its bytes) each."""
         digest = hashlib.sha256(f"facts\0{tool_digest()}\0{','.join(collectors)}\0".encode())
-        for path, data in contents:
-            digest.update(path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(data).digest())
+        for path, content in files:
+            digest.update(path.encode("utf-8", "surrogateescape") + b"\0" + content)
         return digest.hexdigest()
 
     def get_facts(self, key: str) -> RepoFacts | None:
@@ -190,11 +196,11 @@ class Cache:
             return  # a fact that is not a set of names: not cached (recomputed each run)
         self._write(key, {"key": key, "facts": {k: sorted(v) for k, v in asdict(facts).items()}}, "facts")
 
-    def parts_key(self, path: str, data: bytes) -> str:
+    def parts_key(self, path: str, content: bytes) -> str:
         """The key of one file's collector parts: the tool, the path (a collector may read it),
-        the file's digest."""
+        the content_digest of the file's bytes."""
         digest = hashlib.sha256(f"parts\0{tool_digest()}\0".encode())
-        digest.update(path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(data).digest())
+        digest.update(path.encode("utf-8", "surrogateescape") + b"\0" + content)
         return digest.hexdigest()
 
     def get_parts(self, key: str, collectors: Sequence[str]) -> dict | None:
