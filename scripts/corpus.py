@@ -225,11 +225,13 @@ def count_lines(paths: list[Path]) -> int:
 # -- the expectation the real-corpus test checks ------------------------------------------------
 
 
-def summarise(files, root: Path) -> dict:
+def summarise(files, root: Path, outputs: bool = False) -> dict:
     """What a run did to one project, in a form a reviewer can read in a diff.
 
     Per-codemod rewrite and finding counts, how many files changed, and every file that could
-    not be processed with its reason (the "known unparseable" list).
+    not be processed with its reason (the "known unparseable" list). With `outputs` (a write run,
+    on a copy), also a digest of every file's output and findings, so that a change of any byte
+    of either shows: the counts alone can stay the same while a rewrite or a message changes.
     """
     rewrites: Counter[str] = Counter()
     findings: Counter[str] = Counter()
@@ -243,7 +245,7 @@ def summarise(files, root: Path) -> dict:
         changed += f.changed
         if f.problem is not None:
             errors[relative(f.path, root)] = f.problem.reason + (f" [{f.problem.code}]" if f.problem.code else "")
-    return {
+    summary = {
         "files": len(files),
         "changed_files": changed,
         "rewrites": dict(sorted(rewrites.items())),
@@ -251,6 +253,35 @@ def summarise(files, root: Path) -> dict:
         "reviews": dict(sorted(reviews.items())),
         "errors": dict(sorted(errors.items())),
     }
+    if outputs:
+        summary["outputs"] = outputs_digest(files, root)
+    return summary
+
+
+def outputs_digest(files, root: Path) -> str:
+    """sha256 of each file's path (relative to `root`), status, written bytes when it changed,
+    findings (line, column, code, kind, message, suggestion) and problem, in path order."""
+    digest = hashlib.sha256()
+    for f in sorted(files, key=lambda f: relative(f.path, root)):
+        written = hashlib.sha256(Path(f.path).read_bytes()).hexdigest() if f.changed else ""
+        found = [(x.line, x.column, x.code, x.kind, x.message, x.suggestion) for x in f.findings]
+        problem = (f.problem.line, f.problem.reason, f.problem.code) if f.problem is not None else None
+        record = [relative(f.path, root), f.status.value, written, found, problem]
+        digest.update(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n")
+    return digest.hexdigest()
+
+
+def copy_python_files(dirs: dict[str, Path], target: Path) -> dict[str, Path]:
+    """A scratch copy holding only each project's .py files (what the pipeline reads)."""
+
+    def ignore(directory: str, names: list[str]) -> list[str]:
+        return [n for n in names if not n.endswith(".py") and not os.path.isdir(os.path.join(directory, n))]
+
+    copies = {}
+    for name, source in dirs.items():
+        copies[name] = target / name
+        shutil.copytree(source, copies[name], ignore=ignore, symlinks=True)
+    return copies
 
 
 def relative(display: str, root: Path) -> str:
@@ -281,14 +312,17 @@ def run_corpus(dirs: dict[str, Path], unsafe: bool, mode: str = "diff", jobs: in
         path = Path(f.path).resolve()
         name = next(n for n, root in roots if root in path.parents)
         by_project[name].append(f)
-    return report, {name: summarise(files, dirs[name]) for name, files in sorted(by_project.items())}
+    outputs = mode == "write"  # the digest reads the written files
+    return report, {name: summarise(files, dirs[name], outputs) for name, files in sorted(by_project.items())}
 
 
 def expected_summary(dirs: dict[str, Path], jobs: int | None = None, log=print) -> dict:
+    """Each mode's summary, as tests/test_real_corpus.py makes it: a write run on a copy."""
     out: dict = {}
     for label, unsafe in MODES.items():
-        log(f"running the {label} pipeline over the corpus")
-        _, summary = run_corpus(dirs, unsafe, jobs=jobs)
+        log(f"running the {label} pipeline over a copy of the corpus")
+        with tempfile.TemporaryDirectory(prefix="tm-corpus-") as scratch:
+            _, summary = run_corpus(copy_python_files(dirs, Path(scratch)), unsafe, mode="write", jobs=jobs, cache=True)
         for name, entry in summary.items():
             out.setdefault(name, {})[label] = entry
     return out

@@ -3,8 +3,9 @@
 For the default pipeline and for `--unsafe`, on a scratch copy of every project's `.py` files:
 no crash; every file the run rewrote compiles, every other file is byte-for-byte untouched; a
 second run changes nothing; the files that cannot be processed are exactly the known ones, each
-with its reason; per-project, per-codemod rewrite/finding/review counts equal the reviewed
-expectation in tests/data/corpus_expected.json.
+with its reason; per-project, per-codemod rewrite/finding/review counts, and a digest of every
+written file and every finding (so a changed byte of an output or a message shows even where
+the counts stay), equal the reviewed expectation in tests/data/corpus_expected.json.
 
 After changing a codemod on purpose: `python scripts/corpus.py --update-expected`, read the diff
 of the expectation file, commit it.
@@ -19,7 +20,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import sys
 import warnings
 from pathlib import Path
@@ -61,17 +61,7 @@ def dirs() -> dict[str, Path]:
     return corpus_dirs()
 
 
-def copy_python_files(dirs: dict[str, Path], target: Path) -> dict[str, Path]:
-    """A scratch copy holding only each project's .py files (what the pipeline reads)."""
-
-    def ignore(directory: str, names: list[str]) -> list[str]:
-        return [n for n in names if not n.endswith(".py") and not os.path.isdir(os.path.join(directory, n))]
-
-    copies = {}
-    for name, source in dirs.items():
-        copies[name] = target / name
-        shutil.copytree(source, copies[name], ignore=ignore, symlinks=True)
-    return copies
+copy_python_files = corpus.copy_python_files
 
 
 def _compiles(text: str, path: str) -> str | None:
