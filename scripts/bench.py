@@ -28,7 +28,9 @@ Beside the corpus (issue 18; `--no-corpus` measures only these):
      run (e.g. `git worktree add DIR HEAD~1`), interleaved, for a before/after in one session.
 
 With `--dense`, also legacy-dense code: a copy of the corpus files the default pipeline changes
-(most hold several legacy idioms), measured as the corpus is (1-3), beside it.
+(most hold several legacy idioms), measured as the corpus is (1-3), beside it. With `--baseline
+DIR`, the baseline checkout's cold runs (-j1 and -jN) are measured in the same rounds, on the
+corpus and the dense set too, and the speed-ups printed with the other ratios.
 """
 
 from __future__ import annotations
@@ -219,7 +221,9 @@ def small_repositories(
             floor = [sys.executable, floor_script, "--_parse-floor", str(listing), "1"]
             out = {"run": (run, {**mode_env, "TORCH_MIGRATE_CACHE_DIR": str(cache)}), "floor": (floor, mode_env)}
             if baseline is not None:
-                out["base"] = (run, {**out["run"][1], "PYTHONPATH": str(baseline)})
+                # a cache of its own: with the same codemod sources, the run's entries would be hits
+                base_cache = str(cache) + "-base"
+                out["base"] = (run, {**out["run"][1], "PYTHONPATH": str(baseline), "TORCH_MIGRATE_CACHE_DIR": base_cache})
             return out
 
         for command, command_env in commands(bytecode_env, scratch / "small-cache-warmup").values():
@@ -233,6 +237,7 @@ def small_repositories(
                 for kind, (command, command_env) in commands(mode_env, cache).items():
                     runs[mode][kind].append(measure(command, command_env))
                 shutil.rmtree(cache, ignore_errors=True)
+                shutil.rmtree(str(cache) + "-base", ignore_errors=True)
         row: dict = {"files": len(files), "lines": corpus.count_lines(files)}
         for mode in modes:
             for unit in ("wall", "cpu"):
@@ -259,15 +264,18 @@ def small_repositories(
 def side_by_side(
     label: str, targets: list[str], files: list[Path], scratch: Path, env: dict, n: int, repeat: int,
     peer_repeat: int | None, venv: Path | None, torchfix: bool = False, ruff: bool = False,
+    baseline: Path | None = None,
 ) -> tuple[dict, int]:
     """`run --diff` cold at -j1 and -jN and warm at -jN, the libcst parse floor of `files` at 1 and
-    N processes, and the peers, interleaved by repetition: {name: median, min-max, peak RSS}."""
+    N processes, and the peers, interleaved by repetition: {name: median, min-max, peak RSS}.
+    With `baseline` (another checkout), its cold runs at -j1 and -jN too, in the same rounds."""
     lines = corpus.count_lines(files)
     list_file = scratch / f"files-{label}.txt"
     list_file.write_text("\n".join(str(p) for p in files))
 
     def tm(jobs: int) -> list[str]:
-        return [sys.executable, "-m", "codemods", "run", *targets, "--diff", "--no-config", "-j", str(jobs),
+        # -P: the checkout on PYTHONPATH is what runs, not one in the working directory
+        return [sys.executable, "-P", "-m", "codemods", "run", *targets, "--diff", "--no-config", "-j", str(jobs),
                 "--format", "json", "-o", str(scratch / f"report-{label}.json")]  # fmt: skip
 
     def tm_env(cache: Path) -> dict:
@@ -281,6 +289,9 @@ def side_by_side(
         "libcst parse floor -j1": ([*floor, "1"], env, False),
         f"libcst parse floor -j{n}": ([*floor, str(n)], env, False),
     }
+    if baseline is not None:
+        commands["baseline cold -j1"] = (tm(1), {"PYTHONPATH": str(baseline)}, True)
+        commands[f"baseline cold -j{n}"] = (tm(n), {"PYTHONPATH": str(baseline)}, True)
     if venv is not None:
         if torchfix:
             commands[f"TorchFix 0.7.0 check -j{n}"] = ([str(venv / "bin" / "torchfix"), "-j", str(n), *targets], None, False)
@@ -297,9 +308,9 @@ def side_by_side(
         for name, (command, command_env, cold) in commands.items():
             if name.startswith(("TorchFix", "ruff")) and rep >= peer_repeat:
                 continue
-            if name.startswith("torch-migrate"):
+            if name.startswith(("torch-migrate", "baseline")):
                 cache = scratch / f"cold-{label}-{rep}-{len(results[name])}" if cold else warm_cache
-                command_env = tm_env(cache)
+                command_env = {**tm_env(cache), **(command_env or {})}
             results[name].append(measure(command, command_env))
             last = results[name][-1]
             print(f"  rep {rep + 1}: {name:<28} {last['wall']:8.2f} s {last['rss_mb']:8.0f} MB", flush=True)
@@ -395,7 +406,8 @@ def main(argv: list[str] | None = None) -> int:
         help=f"small corpus projects to compare with the parse floor (default: {', '.join(SMALL)}; fixtures/projects always)",
     )  # fmt: skip
     parser.add_argument(
-        "--baseline", type=Path, help="another checkout of torch-migrate, measured beside this one in the small-repository figures"
+        "--baseline", type=Path,
+        help="another checkout of torch-migrate (git worktree add DIR REV), whose cold runs are measured beside this one's",
     )
     parser.add_argument("--_parse-floor", nargs=2, metavar=("LIST", "JOBS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -430,14 +442,16 @@ def main(argv: list[str] | None = None) -> int:
 
     summary, peer_repeat = side_by_side(
         "corpus", [str(p) for p in dirs.values()], files, scratch, env, n, args.repeat, args.peer_repeat, venv,
-        torchfix=not args.no_torchfix, ruff=not args.no_ruff,
+        torchfix=not args.no_torchfix, ruff=not args.no_ruff, baseline=args.baseline,
     )
     if args.dense:
         dense = dense_set(dirs, scratch / "dense")
         dense_files = corpus.python_files(dense)
         dense_lines = corpus.count_lines(dense_files)
         print(f"\ndense set: the {len(dense_files)} corpus files the default pipeline changes ({dense_lines:,} lines)")
-        dense_summary, _ = side_by_side("dense", [str(dense)], dense_files, scratch, env, n, args.repeat, 0, None)
+        dense_summary, _ = side_by_side(
+            "dense", [str(dense)], dense_files, scratch, env, n, args.repeat, 0, None, baseline=args.baseline
+        )
 
     def ratio(table: dict, a: str, b: str) -> float | None:
         return table[a]["median_s"] / table[b]["median_s"] if a in table and b in table else None
@@ -449,6 +463,12 @@ def main(argv: list[str] | None = None) -> int:
         f"cold -j{n} / warm -j{n} (target >= 40)": ratio(summary, f"torch-migrate cold -j{n}", f"torch-migrate warm -j{n}"),
         f"cold -j{n} / ruff": ratio(summary, f"torch-migrate cold -j{n}", "ruff check --select ALL"),
     }
+    if args.baseline is not None:
+        for jobs in (1, n):
+            name = f"baseline cold -j{jobs} / cold -j{jobs} (the speed-up)"
+            ratios[name] = ratio(summary, f"baseline cold -j{jobs}", f"torch-migrate cold -j{jobs}")
+            if args.dense:
+                ratios["dense: " + name] = ratio(dense_summary, f"baseline cold -j{jobs}", f"torch-migrate cold -j{jobs}")
     if args.dense:
         ratios.update({
             "dense: cold -j1 / parse floor -j1 (target <= 2.0)": ratio(dense_summary, "torch-migrate cold -j1", "libcst parse floor -j1"),
