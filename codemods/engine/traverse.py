@@ -69,33 +69,30 @@ def _per_class(function: Callable[[type], bool]) -> Callable[[type], bool]:
     return cached
 
 
+def _handlers(cls: type):
+    """(node type name, attribute or None) of each visit_/leave_ method of `cls` and its bases
+    outside libcst (libcst's own typed stubs are no-ops)."""
+    for klass in cls.__mro__:
+        if not klass.__module__.startswith("libcst."):
+            for name in vars(klass):
+                match = _HANDLER.fullmatch(name)
+                if match is not None:
+                    yield match.groups()
+
+
 @_per_class
 def handles_tokens(cls: type) -> bool:
-    """Whether `cls` (or a base outside libcst) has a visit_/leave_ method of a token type (a
-    `visit_Comma`, a `leave_LeftParen_whitespace_after`). Attribute callbacks of other nodes
-    (`visit_Name_lpar`) are still made, in order, with the token left unvisited."""
-    for klass in cls.__mro__:
-        if klass.__module__.startswith("libcst."):
-            continue
-        for name in vars(klass):
-            match = _HANDLER.fullmatch(name)
-            if match is not None and match.group(1) in _TOKEN_NAMES:
-                return True
-    return False
+    """Whether `cls` has a visit_/leave_ method of a token type (a `visit_Comma`, a
+    `leave_LeftParen_whitespace_after`). Attribute callbacks of other nodes (`visit_Name_lpar`)
+    are still made, in order, with the token left unvisited."""
+    return any(kind in _TOKEN_NAMES for kind, _ in _handlers(cls))
 
 
 @_per_class
 def attribute_handlers(cls: type) -> bool:
-    """Whether `cls` (or a base outside libcst) defines a `visit_X_attr`/`leave_X_attr` method:
-    without one, the per-attribute callbacks (several per node) are not made."""
-    for klass in cls.__mro__:
-        if klass.__module__.startswith("libcst."):
-            continue
-        for name in vars(klass):
-            match = _HANDLER.fullmatch(name)
-            if match and match.group(2) and isinstance(getattr(cst, match.group(1), None), type):
-                return True
-    return False
+    """Whether `cls` defines a `visit_X_attr`/`leave_X_attr` method: without one, the
+    per-attribute callbacks (several per node) are not made."""
+    return any(attribute and isinstance(getattr(cst, kind, None), type) for kind, attribute in _handlers(cls))
 
 
 _VISIT_CALL = re.compile(r"\b(visit_required|visit_optional|visit_sentinel|visit_sequence|visit_body_sequence)\(\s*self,\s*\"(\w+)\"")
@@ -121,9 +118,9 @@ def _source(function) -> str:
     tokenizes to find the end: many times slower, and this runs for each node type a run meets)."""
     code = function.__code__
     lines = linecache.getlines(code.co_filename)
-    last = max((line for _, _, line in code.co_lines() if line is not None), default=code.co_firstlineno)
     if not lines:
         return inspect.getsource(function)
+    last = max((line for _, _, line in code.co_lines() if line is not None), default=code.co_firstlineno)
     return "".join(lines[code.co_firstlineno - 1 : last])
 
 
