@@ -17,6 +17,7 @@ from codemods.config import Config, find_config
 from codemods.engine import cache, pipeline
 from codemods.engine.cache import Cache, content_digest
 from codemods.engine.discovery import discover
+from codemods.engine.gc_pause import paused_gc
 from codemods.engine.interrupt import Interrupted  # noqa: F401 - raised by migrate()
 from codemods.engine.runner import Plan, in_processes, run_files
 from codemods.engine.source import SourceError, decode
@@ -128,7 +129,8 @@ def _file_parts(job: tuple[tuple[str, ...], list[str]]) -> list[dict]:
         except (OSError, SourceError):
             found.append(dict.fromkeys(names))
             continue
-        found.append(file_parts(path, text, collectors))
+        with paused_gc():
+            found.append(file_parts(path, text, collectors))
     return found
 
 

@@ -187,7 +187,9 @@ def _messages(tree: ast.Module, path: str, lines: Sequence[str], facts=None) -> 
     package = os.path.basename(path) == "__init__.py"
     interface = names_taken(facts, path)  # imports other files of the repository take from this one
     star_bound: frozenset[str] | None = None
-    for message in checker.Checker(tree, filename=path, withDoctest=False).messages:
+    found = checker.Checker(tree, filename=path, withDoctest=False)
+    _release(found)
+    for message in found.messages:
         kind = kinds.get(type(message))
         if kind is None or (package and kind == "unused-import"):
             continue  # in a package's __init__.py an import is its interface, used or not
@@ -203,6 +205,17 @@ def _messages(tree: ast.Module, path: str, lines: Sequence[str], facts=None) -> 
                 yield Breakage(kind, bound, message.lineno, name)
         else:
             yield Breakage(kind, name, message.lineno)
+
+
+def _release(found) -> None:
+    """Break the reference cycles a pyflakes Checker leaves once its messages are made: its
+    node handlers are bound methods of itself, and a used binding points back at the scope that
+    holds it. Left alone, the checker, its scopes and the whole ast go to the cycle collector,
+    which engine/runner.py pauses while a file is processed: this way they go as soon as the
+    caller is done with the messages."""
+    getattr(found, "_nodeHandlers", {}).clear()
+    for scope in (*getattr(found, "deadScopes", ()), *getattr(found, "scopeStack", ())):
+        scope.clear()
 
 
 def _bad_to_calls(tree: ast.Module) -> Iterable[Breakage]:

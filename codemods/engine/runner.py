@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 from codemods.engine.cache import Cache, FileOutcome
+from codemods.engine.gc_pause import paused_gc
 from codemods.engine.interrupt import Interrupted, StopFlag, deferred_interrupt, ignore_sigint
 from codemods.engine.pipeline import transform_source
 from codemods.engine.source import Decoded, SourceError, decode
@@ -201,7 +202,8 @@ def _notebook(path: Path, display: str, data: bytes, specs: tuple[Spec, ...], pl
 def _process(job: tuple[Path, str, Plan]) -> FileResult:
     path, display, plan = job
     try:
-        return process_file(path, display, plan)
+        with paused_gc():
+            return process_file(path, display, plan)
     except Exception as exc:  # a bug of ours must not take the other files down with it
         problem = Problem(display, 0, f"internal error: {type(exc).__name__}: {exc}")
         return FileResult(display, Status.ERROR, problem=problem)

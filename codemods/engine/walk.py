@@ -49,8 +49,12 @@ from codemods.engine.statement_map import Pruner, StatementMap, prune_visit
 from codemods.engine.traverse import attribute_handlers, traverse
 from codemods.versions import NEWEST
 
-# codemod class -> (prefix, node type, attribute) -> method name or None
-_DISPATCH: dict[type, dict[tuple[str, type, str], str | None]] = {}
+# codemod class -> (prefix, node type, attribute) -> its handler function, or None
+_DISPATCH: dict[type, dict[tuple[str, type, str], Callable | None]] = {}
+
+# codemod class -> node type -> its visit_/leave_ function or None: the walk's dispatch per node
+_VISITS: dict[type, dict[type, Callable | None]] = {}
+_LEAVES: dict[type, dict[type, Callable | None]] = {}
 
 _MATCHER_ATTRS = (
     "_call_if_inside_matcher", "_call_if_not_inside_matcher", "_visit_matcher", "_leave_matcher",
@@ -116,9 +120,9 @@ class Walk(cst.CSTTransformer):
         self._open_blocks: list[cst.IndentedBlock] = []
         self._where: dict[int, tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]]] = {}  # see _note_statement
         self._default_indent = "    "
-        # node type -> this codemod's visit_/leave_ method (bound) or None: the walk's dispatch
-        self._visits: dict[type, Callable | None] = {}
-        self._leaves: dict[type, Callable | None] = {}
+        # node type -> this codemod class's visit_/leave_ function or None: the walk's dispatch
+        self._visits = _VISITS.setdefault(type(self), {})
+        self._leaves = _LEAVES.setdefault(type(self), {})
 
     # -- what the engine calls -------------------------------------------------------------
 
@@ -168,18 +172,19 @@ class Walk(cst.CSTTransformer):
     # -- dispatch --------------------------------------------------------------------------
 
     def _handler(self, prefix: str, node: cst.CSTNode, attribute: str = ""):
-        """The subclass's `visit_X`/`leave_X[_attr]` method for this node type, or None: also for
-        libcst's typed stubs (marked no-op: a visit that returns None, a leave that returns the
-        updated node), which every CSTTransformer has for every node type (cached per class)."""
+        """The subclass's `visit_X`/`leave_X[_attr]` function (unbound: a bound method kept on the
+        instance would make every codemod a reference cycle, and its trees garbage for the cycle
+        collector) for this node type, or None: also for libcst's typed stubs (marked no-op: a
+        visit that returns None, a leave that returns the updated node), which every
+        CSTTransformer has for every node type (cached per class)."""
         cache = _DISPATCH.setdefault(type(self), {})
         key = (prefix, type(node), attribute)
         try:
-            name = cache[key]
+            return cache[key]
         except KeyError:
-            name = f"{prefix}{type(node).__name__}{'_' + attribute if attribute else ''}"
-            found = getattr(type(self), name, None)
-            name = cache[key] = name if found is not None and not getattr(found, "_is_no_op", False) else None
-        return None if name is None else getattr(self, name)
+            found = getattr(type(self), f"{prefix}{type(node).__name__}{'_' + attribute if attribute else ''}", None)
+            cache[key] = found = found if found is not None and not getattr(found, "_is_no_op", False) else None
+            return found
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self._statement_map is not None:
@@ -191,7 +196,7 @@ class Walk(cst.CSTTransformer):
             func = self._visits[type(node)]
         except KeyError:
             func = self._visits[type(node)] = self._handler("visit_", node)
-        return func is None or func(node) is not False
+        return func is None or func(self, node) is not False
 
     def on_leave(self, original_node, updated_node):
         try:
@@ -202,7 +207,7 @@ class Walk(cst.CSTTransformer):
                 func = self._leaves[type(original_node)]
             except KeyError:
                 func = self._leaves[type(original_node)] = self._handler("leave_", original_node)
-            return updated_node if func is None else func(original_node, updated_node)
+            return updated_node if func is None else func(self, original_node, updated_node)
         finally:
             # after the leave_ handler: what it reports about the statement it leaves is laid
             # out within that statement, not within the (maybe huge) one around it
@@ -214,14 +219,14 @@ class Walk(cst.CSTTransformer):
             return
         func = self._handler("visit_", node, attribute)
         if func is not None:
-            func(node)
+            func(self, node)
 
     def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
         if not attribute_handlers(type(self)):
             return
         func = self._handler("leave_", original_node, attribute)
         if func is not None:
-            func(original_node)
+            func(self, original_node)
 
     # -- the path, for positions -------------------------------------------------------------
 

@@ -154,33 +154,37 @@ def _target_names(target: cst.BaseExpression) -> set[str]:
     return set()
 
 
+class _Assigns(cst.CSTVisitor):
+    """`loaded_names`' walk. At module level, not in the function: a class made per call
+    closing over `resolve` (a codemod's bound method) would make each codemod a reference cycle."""
+
+    def __init__(self, resolve: Resolve) -> None:
+        self.resolve = resolve
+        self.good: set[str] = set()
+        self.bad: set[str] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        value = node.value
+        while isinstance(value, cst.Subscript):
+            value = value.value
+        ok = isinstance(value, cst.Call) and self.resolve(value.func) == "torch.load"
+        for t in node.targets:
+            if isinstance(t.target, cst.Name):
+                (self.good if ok else self.bad).add(t.target.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self.bad |= names_in(node.target)
+
+
 def loaded_names(resolve: Resolve, body) -> set[str]:
     """Names in this scope's own statements assigned from `torch.load(...)` and nothing else."""
-
-    class Assigns(cst.CSTVisitor):
-        def __init__(self) -> None:
-            self.good: set[str] = set()
-            self.bad: set[str] = set()
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False
-
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            return False
-
-        def visit_Assign(self, node: cst.Assign) -> None:
-            value = node.value
-            while isinstance(value, cst.Subscript):
-                value = value.value
-            ok = isinstance(value, cst.Call) and resolve(value.func) == "torch.load"
-            for t in node.targets:
-                if isinstance(t.target, cst.Name):
-                    (self.good if ok else self.bad).add(t.target.value)
-
-        def visit_For(self, node: cst.For) -> None:
-            self.bad |= names_in(node.target)
-
-    v = Assigns()
+    v = _Assigns(resolve)
     for stmt in body:
         traverse(stmt, v)
     return v.good - v.bad
