@@ -206,6 +206,7 @@ def test_the_ast_gate_never_declines_a_file_the_codemod_acts_on(spec: registry.S
         ("TM301", "import torch as th\nx = th.zeros(3)\n"),
         ("TM002", "import tensorflow as tf\nv = tf.Variable(3)\n"),
         ("TM003", "import torch\nhint = 'old code read loss.data[0]; use loss.item()'\n"),
+        ("TM907", "from torch.utils.data import DataLoader\nloader = DataLoader(ds, 8, num_workers=4)\n"),
     ],
 )
 def test_the_ast_gate_declines_look_alikes_before_libcst_parses(code: str, source: str) -> None:
