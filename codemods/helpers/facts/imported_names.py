@@ -97,6 +97,12 @@ class _Modules:
 
     def __init__(self, tops: dict[str, TopNames]) -> None:
         self.tops = tops
+        # Every folder and module name a repository path has: an absolute import whose first
+        # name is none of them (`import torch`, `os`, `numpy`: most imports) names no file here,
+        # and is answered without walking up the importer's folders.
+        self._segments = {
+            segment[:-3] if segment.endswith(".py") else segment for path in tops for segment in path.split(os.sep)
+        }
         self._exports: dict[str, dict[str, str | None]] = {}
         self._open: set[str] = set()
         self._previous: dict[str, dict[str, str | None]] = {}  # the last round's, for cycles
@@ -125,6 +131,8 @@ class _Modules:
 
     def _find(self, level: int, module: str, folder: str) -> str | None:
         parts = [p for p in module.split(".") if p]
+        if not level and parts and parts[0] not in self._segments:
+            return None
         if level:
             for _ in range(level - 1):
                 folder = os.path.dirname(folder)
