@@ -279,6 +279,18 @@ def indirect_spellings(facts, path: str, source: str) -> str:
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+def exports_read(facts, path: str) -> dict[str, dict[str, str]]:
+    """The repository modules the file at `path` imports from (by a star import or by naming the
+    module), each with what it exports from outside the repository (name -> qualified name)."""
+    entries = facts.imported_names if facts is not None else frozenset()
+    if not entries:
+        return {}
+    index = _index(entries)
+    here = os.path.abspath(path)
+    modules = [*index.stars.get(here, ()), *index.spellings.get(here, {}).values()]
+    return {module: index.exports.get(module, {}) for module in modules}
+
+
 def names_taken(facts, path: str) -> frozenset[str]:
     """The names of the file at `path` that other files of the repository may import from it
     (by a star import or by name) and that it got from an import itself: its interface, which

@@ -8,7 +8,6 @@ frozen: the plan (plan.py) decides from it alone, and the transform only reads i
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Mapping, NamedTuple
@@ -18,6 +17,7 @@ import libcst as cst
 from codemods.helpers import arguments
 from codemods.helpers import ddp
 from codemods.helpers.names import dotted
+from codemods.helpers.scan import exports_read
 
 from .symbols import (
     ALREADY_DISTRIBUTED,
@@ -138,26 +138,12 @@ def may_train(text: str) -> bool:
 def renamed_by_repo(file: FileContext) -> bool:
     """Whether a module of the repository that this file imports from (by a star import or an
     import of the module) exports DataParallel or the distributed path under another name (`DP`,
-    `DDP`): then a site may be on a line without the words (RepoFacts.imported_names: entries
-    `S importer module`, `M importer spelling module`, `E module name qualified star`)."""
-    entries = file.facts.imported_names
-    if not entries:
-        return False
-    here = os.path.abspath(file.path)
-    read = set()
-    for entry in entries:
-        kind, *rest = entry.split("\t")
-        if kind in ("S", "M") and rest[0] == here:
-            read.add(rest[-1])
-    if not read:
-        return False
-    for entry in entries:
-        kind, *rest = entry.split("\t")
-        if kind == "E" and rest[0] in read:
-            name, qualified = rest[1], rest[2]
-            if qualified in SURVEYED and qualified.rsplit(".", 1)[-1] != name:
-                return True
-    return False
+    `DDP`): then a site may be on a line without the words."""
+    return any(
+        qualified in SURVEYED and qualified.rsplit(".", 1)[-1] != name
+        for exports in exports_read(file.facts, file.path).values()
+        for name, qualified in exports.items()
+    )
 
 
 class _SurveyVisitor(cst.CSTVisitor):
