@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codemods import registry
-from codemods.helpers.patterns import Words, needles
+from codemods.helpers.patterns import Words, _branches, _trie, needles
 
 FIXTURES = sorted(Path(__file__).resolve().parent.parent.joinpath("fixtures").rglob("*.py"))
 PATTERNS = sorted({p for spec in registry.all_specs() for p in (*spec.triggers, *spec.gate.sites)})
@@ -84,3 +84,50 @@ def test_words_with_needles_find_what_re_finds(data) -> None:
     text = "".join(data.draw(st.lists(st.one_of(st.sampled_from(pieces), glue), max_size=12)))
     words, plain = Words(pattern), re.compile(pattern)
     assert words.search(text) == (plain.search(text) is not None), (pattern, text)
+
+
+PROBED = [p for p in PATTERNS if Words(p)._probes is not None]
+
+
+def test_patterns_with_branches_or_word_lists_are_searched_by_probes() -> None:
+    assert len(PROBED) >= 10  # triggers with a top-level `|` or a long list of names
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data())
+def test_probes_find_what_re_finds(data) -> None:
+    pattern = data.draw(st.sampled_from(PROBED))
+    pieces = re.findall(r"[A-Za-z_]\w*", pattern)  # the pattern's own words, whole...
+    parts = [w[:cut] for w in pieces for cut in (1, len(w) // 2, len(w) - 1) if cut > 0]  # ...and cut short
+    glue = st.sampled_from([" ", "\n", "(", ")", ".", "_", "x", "torch", "=", "import ", "nn.", "\\", "[7:]", "'"])
+    text = "".join(data.draw(st.lists(st.one_of(st.sampled_from(pieces + parts), glue), max_size=14)))
+    assert Words(pattern).search(text) == (re.search(pattern, text) is not None), (pattern, text)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["add", "addcmul", "addcdiv", "sub", "sub_", "subtract"],
+        ["upsample", "upsample_bilinear", "upsample_nearest", "Upsample", "u", "up"],
+        ["a1", "a2", "a3", "b", "bb", "bbb"],
+    ],
+)
+def test_a_trie_matches_exactly_its_words(words: list[str]) -> None:
+    trie = re.compile(f"(?:{_trie(words)})")
+    near = {w + tail for w in words for tail in ("", "x", "_")} | {w[:-1] for w in words} | {"", "zz"}
+    assert {w for w in near if trie.fullmatch(w)} == set(words)
+
+
+@pytest.mark.parametrize(
+    "pattern, expected",
+    [
+        (r"\butils\.ffi\b|\bimport\s+ffi\b", [r"\butils\.ffi\b", r"\bimport\s+ffi\b"]),
+        (r"a[|]b|(c|d)|\||e", ["a[|]b", "(c|d)", r"\|", "e"]),  # a class, a group, an escape
+        (r"[]|]x|y", ["[]|]x", "y"]),  # `]` first in a class is a literal
+        (r"(?i)a|b", [r"(?i)a|b"]),  # a global flag: kept whole
+        (r"(a)|\1", [r"(a)|\1"]),  # a back-reference: kept whole
+        (r"ab", ["ab"]),
+    ],
+)
+def test_top_level_branches(pattern: str, expected: list[str]) -> None:
+    assert _branches(pattern) == expected

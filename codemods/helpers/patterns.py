@@ -11,6 +11,14 @@ Some patterns start with no literal at all (`\\b(?:remove_)?weight_norm\\b`, a t
 whose branches each start with `\\b`), and `re` tries them at every position. Before any regex
 runs, a `Words` checks the literals the pattern cannot match without (`needles`): `in` on a
 string is a fast C scan, and most texts hold none of a codemod's words.
+
+Whether a text holds a pattern at all (`search`, what the triggers ask of every file) is answered
+from the pattern's top-level branches one by one, each with its own needles and without its
+leading assertion, and with each group that lists many plain words (`(?:BCELoss|...|nll_loss)`,
+thirty names of removed functions) written as a trie (`(?:b(?:tri(?:fact|solve)|...)|...)`),
+which `re` tries a character at a time instead of a word at a time. Both match the same texts
+at the same offsets: `starts`, whose offsets Scan.hits turns into lines, keeps the pattern as
+written.
 """
 
 from __future__ import annotations
@@ -29,9 +37,9 @@ class Words:
     says whether a text holds it (`search`) and where (`starts`), at the speed of its first
     literal. `pattern` is its source, as for `re`."""
 
-    __slots__ = ("pattern", "_whole", "_rest", "_needles")
+    __slots__ = ("pattern", "_whole", "_rest", "_needles", "_probes")
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, _probe: bool = False) -> None:
         self.pattern = pattern
         self._whole = re.compile(pattern)
         self._needles = needles(pattern)
@@ -40,6 +48,13 @@ class Words:
         # Every match of the whole is a match of the rest at the same offset (the assertion
         # consumes nothing; with a top-level `|` it only narrowed the first branch).
         self._rest = re.compile(rest) if rest else None
+        # What `search` tries: the branches, each with its word lists as tries (see the module)
+        self._probes: tuple[Words, ...] | None = None
+        if not _probe:
+            branches = _branches(pattern)
+            probes = [_tries(branch) for branch in branches]
+            if len(branches) > 1 or probes[0] != pattern:
+                self._probes = tuple(Words(probe, _probe=True) for probe in probes)
 
     def starts(self, text: str) -> Iterator[int]:
         """Every offset the pattern matches at (overlapping or not)."""
@@ -57,10 +72,66 @@ class Words:
             position = start + 1
 
     def search(self, text: str) -> bool:
+        if self._probes is not None:
+            return any(probe.search(text) for probe in self._probes)
         return next(self.starts(text), None) is not None
 
     def __repr__(self) -> str:
         return f"Words({self.pattern!r})"
+
+
+# A non-capturing group of plain words, at least this many (fewer gain nothing as a trie).
+_WORD_LIST = re.compile(r"(?<!\\)\(\?:(\w+(?:\|\w+){5,})\)")
+
+
+def _tries(pattern: str) -> str:
+    """`pattern` with each group that lists plain words (`(?:add|addcmul|sub)`) written as a trie
+    (`(?:add(?:cmul)?|sub)`): the same strings, the same matches."""
+    return _WORD_LIST.sub(lambda m: f"(?:{_trie(m.group(1).split('|'))})", pattern)
+
+
+def _trie(words: Sequence[str]) -> str:
+    """An alternation that matches exactly `words` (plain word characters), by shared prefixes."""
+    if "" in words:
+        rest = [w for w in words if w]
+        return f"(?:{_trie(rest)})?" if rest else ""
+    groups: dict[str, list[str]] = {}
+    for word in words:
+        groups.setdefault(word[0], []).append(word[1:])
+    parts = [head + _trie(tails) for head, tails in sorted(groups.items())]
+    return parts[0] if len(parts) == 1 else f"(?:{'|'.join(parts)})"
+
+
+def _branches(pattern: str) -> list[str]:
+    """The top-level `|` branches of `pattern` (itself alone when it has one, or when splitting
+    could change what it means: inline flags, back-references, conditionals)."""
+    if pattern.startswith("(?") and re.match(r"\(\?[aiLmsux]+\)", pattern) or re.search(r"\\\d|\(\?P=|\(\?\(", pattern):
+        return [pattern]
+    branches, start, depth, i = [], 0, 0, 0
+    in_class = False
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            if pattern[i + 1 : i + 2] == "^":
+                i += 1
+            if pattern[i + 1 : i + 2] == "]":  # a `]` first in a class is a literal
+                i += 1
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            branches.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    branches.append(pattern[start:])
+    return branches
 
 
 # More alternatives than this and the `in` scans cost about what the regex does.
