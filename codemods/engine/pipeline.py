@@ -1,8 +1,8 @@
 """Parse once, run the selected codemods in order, check the output: the per-file heart of the tool.
 
-libcst, the statement map and the codemods are imported where a file is parsed and run (`_parse`,
-`_run`): a file whose every firing codemod is declined by its triggers or gates (registry.py,
-codemods/gates/) costs neither their import nor a parse.
+libcst, the statement map, the code generator and the codemods are imported where a file is
+parsed and run (`_parse`, `_run`): a file whose every firing codemod is declined by its triggers
+or gates (registry.py, codemods/gates/) costs neither their import nor a parse.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Sequence
 
 from codemods.helpers.context import FileContext
 from codemods.engine import name_guard
-from codemods.engine.codegen import ModuleCode
 from codemods.helpers.noqa import is_suppressed, noqa_lines
 from codemods.helpers.scan import Scan, indirect_spellings
 from codemods.registry import Spec, Stage
@@ -23,6 +22,7 @@ from codemods.results import Finding, Problem
 if TYPE_CHECKING:
     import libcst as cst
 
+    from codemods.engine.codegen import ModuleCode
     from codemods.engine.statement_map import StatementMap
 
 
@@ -114,8 +114,9 @@ def _run(
     old map, and positions for them would cost a layout of the whole module).
 
     `codegen`: the file's ModuleCode, which makes that text from the statements that changed."""
-    from codemods.engine.walk import CodemodContext
+    from codemods.engine.codegen import ModuleCode
     from codemods.engine.statement_map import StatementMap
+    from codemods.engine.walk import CodemodContext
 
     codegen = codegen if codegen is not None else ModuleCode()
     rewrites: dict[str, int] = {}
@@ -210,6 +211,7 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
     firing = [s for s in firing if s.stage is not Stage.TEXT]
     # The statement map prunes walks, and gives findings their positions at the cost of one
     # statement's layout instead of the whole module's: made for every parsed file.
+    from codemods.engine.codegen import ModuleCode
     from codemods.engine.statement_map import StatementMap
 
     statement_map = StatementMap.of(source, tree, scan if scan is not None else Scan.of(source, file.facts, file.path))
