@@ -207,6 +207,14 @@ def test_the_ast_gate_never_declines_a_file_the_codemod_acts_on(spec: registry.S
         ("TM002", "import tensorflow as tf\nv = tf.Variable(3)\n"),
         ("TM003", "import torch\nhint = 'old code read loss.data[0]; use loss.item()'\n"),
         ("TM907", "from torch.utils.data import DataLoader\nloader = DataLoader(ds, 8, num_workers=4)\n"),
+        ("TM906", "import torch\neps = torch.log(1e-8 + sigma)\nlse = torch.log(torch.exp(scores).mean(0))\n"),
+        (
+            "TM901",
+            "import torch.optim as optim\nopt = optim.Adam(model.parameters())\ncritic.eval()\n\n\ndef step(x):\n"
+            "    loss = model(x).mean()\n    loss.backward()\n    opt.step()\n\n\ndef check(x):\n    return critic(model(x))\n",
+        ),
+        ("TM011", "import torch\npixels = torch.ByteTensor(image.tobytes()).float() / 255\nvalid = (x > 0).byte()\nprint(valid.sum())\n"),
+        ("TM008", "import torch\nif layer.type() == 'conv':\n    kind = type(x).__name__ == 'Config'\n"),
     ],
 )
 def test_the_ast_gate_declines_look_alikes_before_libcst_parses(code: str, source: str) -> None:

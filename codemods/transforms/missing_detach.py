@@ -8,13 +8,12 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from codemods.base import MigrationCodemod
+from codemods.gates.missing_detach import MODEL_METHODS as _MODEL_METHODS
 from codemods.helpers.names import dotted
 from codemods.helpers.patterns import Words
 
 # Calls and attributes that cut the autograd graph.
 _CUTS = {"detach", "detach_", "item", "tolist", "numpy", "data"}
-# Calls that mark their receiver as a model.
-_MODEL_METHODS = {"parameters", "named_parameters", "state_dict", "load_state_dict", "train", "eval", "zero_grad"}
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.gates.removed_internals import table
+from codemods.gates.removed_internals import TYPE_ASSERTS, table
 from codemods.helpers import from_imports
 from codemods.helpers.names import dotted
 from codemods.helpers.placement import after_import_block, insert_once
@@ -321,7 +321,7 @@ class RemovedInternals(ReferenceCodemod):
 
 
 _TYPE_ASSERTS_POSITIVE = frozenset({"assertEqual", "assertEquals", "assertIn"})
-_TYPE_ASSERTS = _TYPE_ASSERTS_POSITIVE | {"assertNotEqual", "assertNotIn"}
+_TYPE_ASSERTS = TYPE_ASSERTS  # the positive ones, assertNotEqual and assertNotIn (the AST gate reads them too)
 
 
 def _dtype_test(x: str, kinds: list[str], positive: bool) -> str:

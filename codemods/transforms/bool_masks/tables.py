@@ -5,26 +5,17 @@ from __future__ import annotations
 
 import libcst as cst
 
+from codemods.gates.bool_masks import (  # noqa: F401  (re-exported: flow.py, values.py)
+    NEUTRAL_METHODS,
+    SHAPE_FUNCTIONS,
+    SHAPE_METHODS,
+    SINK_FUNCTIONS,
+    SINK_METHODS,
+)
 
-# Where a mask is the argument: method -> its position; torch function -> its position, and the
-# keyword it also goes by.
-SINK_METHODS = {"masked_fill": 0, "masked_fill_": 0, "masked_select": 0, "masked_scatter": 0, "masked_scatter_": 0}
-SINK_FUNCTIONS = {
-    "torch.masked_fill": (1, "mask"),
-    "torch.masked_select": (1, "mask"),
-    "torch.masked_scatter": (1, "mask"),
-    "torch.where": (0, "condition"),
-}
-# Methods that keep a mask a mask of the same dtype and values (shape, layout, device).
-SHAPE_METHODS = frozenset(
-    {
-        "unsqueeze", "squeeze", "view", "reshape", "expand", "expand_as", "t", "transpose", "permute",
-        "contiguous", "clone", "detach", "cuda", "cpu", "flatten", "repeat", "triu", "tril", "narrow",
-    }
-)  # fmt: skip
-SHAPE_FUNCTIONS = frozenset({"torch.triu", "torch.tril"})  # the mask is the first argument
-# Uses that read nothing a bool mask gives differently from a 0/1 uint8 one.
-NEUTRAL_METHODS = frozenset({"bool", "size", "dim", "numel", "nonzero"})
+
+# Uses that read nothing a bool mask gives differently from a 0/1 uint8 one (NEUTRAL_METHODS:
+# with the sinks and the shape keepers, in the gate module, which its AST gate reads too).
 NEUTRAL_ATTRIBUTES = frozenset({"shape", "device", "is_cuda"})
 # Values that are 0/1 whatever their input (or bool by construction).
 BOOL_METHODS = frozenset(
