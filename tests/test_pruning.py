@@ -215,6 +215,12 @@ def test_the_ast_gate_never_declines_a_file_the_codemod_acts_on(spec: registry.S
         ),
         ("TM011", "import torch\npixels = torch.ByteTensor(image.tobytes()).float() / 255\nvalid = (x > 0).byte()\nprint(valid.sum())\n"),
         ("TM008", "import torch\nif layer.type() == 'conv':\n    kind = type(x).__name__ == 'Config'\n"),
+        (
+            "TM104",
+            "import torch\nimport torch.nn as nn\nmodel = nn.DataParallel(Net())\nstate = model.state_dict()\nnet = Net()\n"
+            "net.load_state_dict(torch.load(path))\n",
+        ),
+        ("TM012", "import torch\nout = torch.add(x, y)\nwords = pattern.sub(' ', text)\n"),
     ],
 )
 def test_the_ast_gate_declines_look_alikes_before_libcst_parses(code: str, source: str) -> None:

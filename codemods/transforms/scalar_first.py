@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.gates.scalar_first import FUNCTIONS, METHODS
+from codemods.gates.scalar_first import FUNCTIONS, GROUP_ENTRY, METHODS, TENSOR_METHODS, UNKNOWN
+from codemods.gates.scalar_first import DEPTH as _DEPTH
+from codemods.gates.scalar_first import MATH as _MATH
+from codemods.gates.scalar_first import NUMBER_CALLS as _NUMBER_CALLS
 from codemods.helpers.bindings import BodyBindings
 from codemods.base import MigrationCodemod
 from codemods.helpers.arguments import keyword_arg
 from codemods.base import traverse
-# Methods whose result is a tensor whatever their receiver's shape: a chain `exp_avg.mul_(b1).add_(...)`.
-TENSOR_METHODS = frozenset(
-    "mul mul_ div div_ add add_ sub sub_ addcmul addcmul_ addcdiv addcdiv_ sqrt sqrt_ clone detach pow pow_"
-    " abs abs_ sign sign_ exp exp_ neg neg_ zero_ clamp clamp_ float double half".split()
-)
-_DEPTH = 24  # how deep a value is followed through names and arithmetic (cycles stop here)
-_MATH = frozenset({"math.sqrt", "math.pow", "math.exp", "math.log", "math.cos", "math.sin", "math.pi", "math.e"})
-_NUMBER_CALLS = frozenset({"float", "int", "abs", "min", "max", "round"})
+
+# TENSOR_METHODS, _DEPTH, _MATH, _NUMBER_CALLS: shared with the AST gate, which mirrors `_number`
+# and `_tensor` (gates/scalar_first.py): a change to what they read is a change to both.
 
 
 class ScalarFirst(MigrationCodemod):
@@ -73,7 +71,8 @@ class ScalarFirst(MigrationCodemod):
     """
 
     PRUNE = False  # the names it reads (`beta1 = ...`, `for group in ...`) are bound off its lines;
-    # its AST gate declines every file without a call of the legacy arity (gates/scalar_first.py)
+    # its AST gate declines every file without a call it may take: it mirrors `leave_Call`,
+    # `_number` and `_tensor` on the ast (gates/scalar_first.py), so a change here is one there
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -170,7 +169,7 @@ class ScalarFirst(MigrationCodemod):
         return False
 
 
-_GROUP_NUMBER = cst.Name("__group_entry__")  # a name unpacked from a param group's entry
+_GROUP_NUMBER = cst.Name(GROUP_ENTRY)  # a name unpacked from a param group's entry
 
 
 class _Scope:
@@ -215,7 +214,7 @@ class _Binder(BodyBindings):
     def _unknown(self, target: cst.BaseExpression) -> None:
         """A binding whose value is not known: the name is no number (nor tensor) by this pass."""
         for node in _names(target):
-            self.bind(node, cst.Name("__unknown__"))
+            self.bind(node, cst.Name(UNKNOWN))
 
 
 def _key(target: cst.BaseExpression) -> str | None:
