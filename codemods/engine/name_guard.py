@@ -364,14 +364,14 @@ def _untolerated(after: Profile | None, base: Profile, rewrote: Iterable[str]) -
     return any(not tolerated(b, codes) for b in after.new_against(base))
 
 
-def guard(source: str, code: str, rewrote: Iterable[str], replay: Replay) -> Guarded | None:
-    """None when `code` (what the codemods `rewrote` made of `source`) breaks nothing that
-    `source` did not; else the output without the changes of the codemods that did, with a
-    finding for each."""
+def guard(source: str, code: str, rewrote: Iterable[str], replay: Replay, tree: ast.Module | None = None) -> Guarded | None:
+    """None when `code` (what the codemods `rewrote` made of `source`; `tree`, its ast when already
+    parsed) breaks nothing that `source` did not; else the output without the changes of the
+    codemods that did, with a finding for each."""
     path, target, facts = replay.file.path, replay.file.target_torch, replay.file.facts
     if code == source:
         return None
-    after = profile(code, path, target=target, facts=facts)
+    after = profile(code, path, tree, target=target, facts=facts)
     if after is not None and not after.breakages:
         return None  # most outputs (71 of 76 changed corpus files): then the input needs no check
     scan = replay.statement_map.scan if replay.statement_map is not None else None  # the engine's ast of `source`

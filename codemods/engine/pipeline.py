@@ -7,6 +7,7 @@ or gates (registry.py, codemods/gates/) costs neither their import nor a parse.
 
 from __future__ import annotations
 
+import ast
 import re
 import warnings
 from dataclasses import dataclass, replace
@@ -47,6 +48,22 @@ def _compile_error(code: str, path: str) -> SyntaxError | None:
     except (ValueError, RecursionError, MemoryError) as exc:
         return SyntaxError(str(exc) or type(exc).__name__)
     return None
+
+
+def _compiled(code: str, path: str) -> tuple[ast.Module | None, SyntaxError | None]:
+    """`_compile_error` of an output, keeping its ast for the name guard: the text is parsed once
+    (`ast.parse`, CPython's parser) and the tree compiled, which raises what compiling the text
+    raises (the parser's errors, then the compiler's: `return` outside a function...)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(code, path)
+            compile(tree, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return None, exc
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return None, SyntaxError(str(exc) or type(exc).__name__)
+    return tree, None
 
 
 # libcst's native parser overflows its stack (the process dies) on brackets nested thousands
@@ -240,7 +257,7 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
     # re-reading its own output, once part of the guard, cost as much as parsing the inputs of
     # the changed files again. What libcst writes from a tree it parsed, it reads:
     # the idempotence tests re-run every fixture's and corpus file's output through the pipeline.)
-    error = _compile_error(code, file.path)
+    output, error = _compiled(code, file.path)
     if error is not None:
         before = _compile_error(source, file.path)
         if before is not None:
@@ -251,7 +268,8 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
         return Result(code=original, parsed=True, problem=Problem(file.path, error.lineno or 0, reason, culprit))
     # The name guard (engine/name_guard.py): a codemod whose output leaves a name unbound, an
     # import unused or doubled, or a `.to()` torch refuses is dropped from this file, with a finding.
-    guarded = name_guard.guard(source, code, rewrites, name_guard.Replay(tree, firing, file, statement_map, declined, _run, _compile_error))
+    replay = name_guard.Replay(tree, firing, file, statement_map, declined, _run, _compile_error)
+    guarded = name_guard.guard(source, code, rewrites, replay, output)
     if guarded is not None:
         code, found = guarded.code, (*repaired, *guarded.findings)
         rewrites = {**repairs, **guarded.rewrites}
