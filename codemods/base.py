@@ -265,6 +265,11 @@ class MigrationCodemod(Walk):
         """Source text of a node, for messages and suggestions."""
         return cst.Module(body=[]).code_for_node(node)
 
+    def module_code(self, tree: cst.Module) -> str:
+        """`tree.code`, from the engine's per-file code generator when it runs this codemod (the
+        statements no codemod changed are not generated again)."""
+        return self.context.codegen(tree) if self.context.codegen is not None else tree.code
+
     # -- the engine's side of rewrite() ------------------------------------------------------
 
     def _held_back(self, original: cst.CSTNode, replacement) -> bool:

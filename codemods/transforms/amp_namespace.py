@@ -119,7 +119,7 @@ class AmpNamespace(MigrationCodemod):
         block goes with it where that has no effect (helpers/statements.py, as TM002 does)."""
         if not self.context.removed:
             return tree
-        going, around = UsedNamesRemover(self.context.removed).plan(tree)  # what the removal after the walk takes
+        going, around = UsedNamesRemover(self.context.removed, self.context.codegen).plan(tree)  # what the removal after the walk takes
         if not around:  # only module-level imports go: no block can be left empty
             return tree
         return traverse(tree, _Shells(self, going, around))

@@ -99,7 +99,7 @@ class EraDefaults(MigrationCodemod):
         if self.file.era is not None:
             return self.file.era
         if self._era is _UNSET:
-            self._era = era_of_text(self._module.code, self.file.path) if self._module is not None else None
+            self._era = era_of_text(self.module_code(self._module), self.file.path) if self._module is not None else None
         return self._era  # type: ignore[return-value]
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:

@@ -86,7 +86,7 @@ class LoadWeightsOnly(MigrationCodemod):
         if fed is None:
             return False
         name, scope = fed
-        code = self._module.code_for_node(scope) if scope is not None else self._module.code
+        code = self._module.code_for_node(scope) if scope is not None else self.module_code(self._module)
         return re.search(rf"\b{re.escape(name)}\s*(?:\[|\.(?!load_state_dict\b))", code) is not None
 
     @property
