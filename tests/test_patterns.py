@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codemods import registry
-from codemods.helpers.patterns import Words, _branches, _trie, needles
+from codemods.helpers.patterns import Words, _branches, _probes_of, _trie, needles
 
 FIXTURES = sorted(Path(__file__).resolve().parent.parent.joinpath("fixtures").rglob("*.py"))
 PATTERNS = sorted({p for spec in registry.all_specs() for p in (*spec.triggers, *spec.gate.sites)})
@@ -86,7 +86,7 @@ def test_words_with_needles_find_what_re_finds(data) -> None:
     assert words.search(text) == (plain.search(text) is not None), (pattern, text)
 
 
-PROBED = [p for p in PATTERNS if Words(p)._probes is not None]
+PROBED = [p for p in PATTERNS if _probes_of(p) is not None]
 
 
 def test_patterns_with_branches_or_word_lists_are_searched_by_probes() -> None:

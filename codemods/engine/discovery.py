@@ -118,9 +118,10 @@ def discover(
     """
     found = Discovered()
     seen: set[tuple[int, int]] = set()
+    suffixes = tuple(suffixes)
 
     def add(path: Path, root: Path) -> None:
-        if not path.name.endswith(tuple(suffixes)):
+        if not path.name.endswith(suffixes):
             return
         if path.is_symlink() and not _inside(path, root):
             return  # never follow a link out of the tree we were asked to migrate
@@ -144,7 +145,7 @@ def discover(
             found.unreadable.append((given, "no such file or directory"))
             continue
         if not given.is_dir():
-            if given.name.endswith(tuple(suffixes)) and not _excluded(_named_rel(given, root), exclude):
+            if given.name.endswith(suffixes) and not _excluded(_named_rel(given, root), exclude):
                 add(given, given.resolve().parent)
             continue
         root = given.resolve()
@@ -153,6 +154,8 @@ def discover(
         # Untracked virtualenvs are not always ignored; each has a pyvenv.cfg at its top.
         venvs = tuple(rel[: -len("pyvenv.cfg")] for rel in listing or () if rel.endswith("pyvenv.cfg"))
         for path in candidates:
+            if not path.name.endswith(suffixes):
+                continue  # most files of a project: data, docs, configs
             rel = path.relative_to(given).as_posix()
             if any(part in SKIP_DIRS for part in rel.split("/")[:-1]) or (venvs and rel.startswith(venvs)):
                 continue

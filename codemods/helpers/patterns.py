@@ -48,13 +48,9 @@ class Words:
         # Every match of the whole is a match of the rest at the same offset (the assertion
         # consumes nothing; with a top-level `|` it only narrowed the first branch).
         self._rest = re.compile(rest) if rest else None
-        # What `search` tries: the branches, each with its word lists as tries (see the module)
-        self._probes: tuple[Words, ...] | None = None
-        if not _probe:
-            branches = _branches(pattern)
-            probes = [_tries(branch) for branch in branches]
-            if len(branches) > 1 or probes[0] != pattern:
-                self._probes = tuple(Words(probe, _probe=True) for probe in probes)
+        # What `search` tries (made on its first call: a pattern only ever asked where, or never
+        # asked at all, as in `list`, compiles nothing more): see _probes_of
+        self._probes: tuple[Words, ...] | None = None if _probe else _UNSET  # type: ignore[assignment]
 
     def starts(self, text: str) -> Iterator[int]:
         """Every offset the pattern matches at (overlapping or not)."""
@@ -72,12 +68,27 @@ class Words:
             position = start + 1
 
     def search(self, text: str) -> bool:
+        if self._probes is _UNSET:
+            self._probes = _probes_of(self.pattern)
         if self._probes is not None:
             return any(probe.search(text) for probe in self._probes)
         return next(self.starts(text), None) is not None
 
     def __repr__(self) -> str:
         return f"Words({self.pattern!r})"
+
+
+_UNSET = object()
+
+
+def _probes_of(pattern: str) -> tuple[Words, ...] | None:
+    """The branches of `pattern`, each with its word lists as tries, as `search` tries them (see
+    the module); None when that is the pattern itself."""
+    branches = _branches(pattern)
+    probes = [_tries(branch) for branch in branches]
+    if len(branches) == 1 and probes[0] == pattern:
+        return None
+    return tuple(Words(probe, _probe=True) for probe in probes)
 
 
 # A non-capturing group of plain words, at least this many (fewer gain nothing as a trie).
