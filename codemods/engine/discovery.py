@@ -44,8 +44,23 @@ def _skipped_dir(path: Path, name: str, skip: frozenset[str] = SKIP_DIRS) -> boo
     return name in skip or (path / "pyvenv.cfg").exists()  # every virtualenv has one at its top
 
 
+def _in_git(directory: Path) -> bool:
+    """Whether git may see a work tree at `directory`: a `.git` (a folder, or a worktree's file)
+    there or above, or git told where one is. Outside one, asking git costs a process for nothing
+    (a run over 16 unpacked projects spent a tenth of a warm run on it)."""
+    if os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE"):
+        return True
+    try:
+        here = directory.resolve()
+    except (OSError, RuntimeError):
+        return True
+    return any(os.path.lexists(os.path.join(folder, ".git")) for folder in (here, *here.parents))
+
+
 def _git_listing(directory: Path) -> list[str] | None:
     """Files git would consider (tracked + untracked, .gitignore honoured), or None outside git."""
+    if not _in_git(directory):
+        return None
     try:
         out = subprocess.run(
             ["git", "-C", str(directory), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
