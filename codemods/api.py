@@ -71,14 +71,19 @@ def _config(paths: Sequence[Path], options: Options) -> Config:
 
 
 def _facts(
-    files: Iterable[Path], specs: Sequence[registry.Spec], cache_dir: Path | None = None, jobs: int | None = None
+    files: Iterable[Path],
+    specs: Sequence[registry.Spec],
+    cache_dir: Path | None = None,
+    jobs: int | None = None,
+    digests: dict[str, bytes] | None = None,
 ) -> RepoFacts:
     """The cheap whole-repo first pass: the collectors `specs` need (helpers/facts/), over every
     file they read, in `jobs` processes (it is the one serial step before the parallel pipeline
     otherwise).
 
     With a cache, the facts of an unchanged set of files are read back whole; else each
-    unchanged file's parts are, and only the other files are read.
+    unchanged file's parts are, and only the other files are read. `digests`, when given, gets
+    each readable file's content digest (with a cache): the runner's lookups key on them.
     """
     if not specs:
         return RepoFacts()
@@ -96,6 +101,8 @@ def _facts(
         except OSError:
             continue
         readable.append((str(path), digest))
+    if digests is not None and store is not None:
+        digests.update(readable)
     key = store.facts_key(readable, names) if store is not None else None
     cached = store.get_facts(key) if store is not None else None
     if cached is not None:
@@ -150,7 +157,8 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
     found = discover(paths, exclude=(*config.exclude, *options.exclude), root=root)
     problems = [Problem(str(p), 0, f"cannot read: {why}") for p, why in found.unreadable]
     cache_dir = cache.default_dir(paths, config.source) if options.cache else None
-    facts = _facts(found.files, specs, cache_dir, options.jobs)
+    digests: dict[str, bytes] = {}
+    facts = _facts(found.files, specs, cache_dir, options.jobs, digests)
     plan = Plan(
         specs=specs,
         mode=options.mode,
@@ -162,6 +170,7 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
         cache_dir=str(cache_dir) if cache_dir is not None else None,
         target=target_for(options, config, paths),
         era=_era(paths, config, facts) if any("era" in s.facts for s in specs) else None,
+        digests=digests,
     )
     return plan, config, found.files, problems
 

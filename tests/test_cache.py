@@ -55,6 +55,28 @@ def test_a_hit_reproduces_the_result_exactly(tmp_path: Path, monkeypatch) -> Non
     assert warm.exit_code == cold.exit_code
 
 
+def test_a_warm_diff_run_reads_each_file_once(tmp_path: Path, monkeypatch) -> None:
+    """The facts pass reads every file for its digest; the lookups key on that digest instead of
+    reading and hashing each file again. An edit in between is not hidden: its digest differs."""
+    root = _project(tmp_path)
+    cold = _run(root, mode="diff")
+    reads: list[str] = []
+    real_read = Path.read_bytes
+
+    def counting(self: Path) -> bytes:
+        reads.append(self.name)
+        return real_read(self)
+
+    monkeypatch.setattr(Path, "read_bytes", counting)
+    warm = _run(root, mode="diff")
+    assert _comparable(warm) == _comparable(cold)
+    assert [name for name in reads if name.endswith(".py")] == []  # the facts pass uses open()
+
+    (root / "pkg" / "train.py").write_text(LEGACY.replace("size_average=False", "size_average=True"))
+    edited = _run(root, mode="diff")
+    assert 'reduction="mean"' in next(f.diff for f in edited.files if f.path.endswith("train.py"))
+
+
 def test_write_mode_on_a_warm_cache_writes_the_file(tmp_path: Path, monkeypatch) -> None:
     root = tmp_path / "p"
     root.mkdir()
@@ -132,11 +154,12 @@ def test_a_cache_path_that_is_a_file_or_read_only_is_ignored(tmp_path: Path) -> 
 
 def test_key_covers_content_options_and_the_tool(tmp_path: Path, monkeypatch) -> None:
     store = cache_mod.Cache(tmp_path)
-    base = dict(data=b"x = 1\n", display="a.py", codes=["TM001"], device_name="device", facts=None)
+    digest = cache_mod.content_digest
+    base = dict(content=digest(b"x = 1\n"), display="a.py", codes=["TM001"], device_name="device", facts=None)
     key = store.key(**base)
     assert store.key(**base) == key
     for change in (
-        {"data": b"x = 2\n"},
+        {"content": digest(b"x = 2\n")},
         {"display": "b.py"},
         {"codes": ["TM001", "TM002"]},
         {"codes": []},

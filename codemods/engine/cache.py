@@ -121,12 +121,13 @@ class Cache:
         self.misses = 0
 
     def key(
-        self, data: bytes, display: str, codes: Sequence[str], device_name: str, facts: RepoFacts | None, target: str = ""
+        self, content: bytes, display: str, codes: Sequence[str], device_name: str, facts: RepoFacts | None, target: str = ""
     ) -> str:
+        """A file's entry key; `content` is `content_digest` of its bytes."""
         digest = hashlib.sha256()
         for part in (tool_digest(), display, ",".join(codes), device_name, _facts_digest(facts) if facts else "-", target):
             digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
-        digest.update(hashlib.sha256(data).digest())
+        digest.update(content)
         return digest.hexdigest()
 
     def _path(self, key: str, kind: str = "") -> Path:

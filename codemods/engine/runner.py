@@ -8,9 +8,9 @@ import os
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence, TypeVar
 
-from codemods.engine.cache import Cache, FileOutcome
+from codemods.engine.cache import Cache, FileOutcome, content_digest
 from codemods.engine.gc_pause import paused_gc
 from codemods.engine.interrupt import Interrupted, StopFlag, deferred_interrupt, ignore_sigint
 from codemods.engine.pipeline import transform_source
@@ -50,6 +50,9 @@ class Plan:
     cache_dir: str | None = None  # the per-file result cache (engine/cache.py); None: no cache
     target: Target = field(default_factory=Target)  # the torch the output must run on
     era: Era | None = None  # the torch the code was written for, when a selected codemod asks (codemods/era.py)
+    # path -> content digest of the files the facts pass read (with a cache): a warm run's lookups
+    # outside write mode answer from them, without reading and hashing every file again
+    digests: Mapping[str, bytes] = field(default_factory=dict, compare=False)
 
     def context(self, display: str) -> FileContext:
         """What a codemod may know of this file beyond its tree."""
@@ -77,14 +80,17 @@ def unified_diff(old: str, new: str, display: str) -> str:
 def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = False) -> FileResult | None:
     """Migrate one file. Every failure becomes a `FileResult` with a `Problem`; nothing raises.
 
-    With `cached_only`, None when the result would need the pipeline (not in the cache).
+    With `cached_only`, None when the result would need the pipeline (not in the cache). Such a
+    lookup outside write mode keys on the digest the facts pass took (`plan.digests`), and reads
+    the file only if the entry is not the whole answer.
     """
     try:
         size = path.stat().st_size
         if size > plan.max_bytes:
             reason = f"larger than the {plan.max_bytes:,}-byte limit ({size:,} bytes); skipped"
             return FileResult(display, Status.ERROR, problem=Problem(display, 0, reason))
-        data = path.read_bytes()
+        known = plan.digests.get(str(path)) if cached_only and plan.mode != "write" else None
+        data = path.read_bytes() if known is None or path.suffix == ".ipynb" else None
     except OSError as exc:
         return FileResult(display, Status.ERROR, problem=Problem(display, 0, f"cannot read: {exc.strerror or exc}"))
 
@@ -104,8 +110,8 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
         uses_facts = any(s.reads_repo for s in specs)
         names = "" if uses_facts else names_key(plan.facts, display)  # the whole facts already hold them
         key = cache.key(
-            data, display, [s.code for s in specs], plan.device_name, plan.facts if uses_facts else None,
-            f"{format_version(plan.target.version)}\0{plan.era}\0{names}",
+            content_digest(data) if data is not None else known, display, [s.code for s in specs], plan.device_name,
+            plan.facts if uses_facts else None, f"{format_version(plan.target.version)}\0{plan.era}\0{names}",
         )
         outcome = cache.get(key)
     fresh = outcome is None
@@ -116,6 +122,8 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
     # --check keeps the diff too: reports locate pending rewrites by its hunks (SARIF regions).
     # The display path and the bytes are in the key, so the entry keeps the diff once made.
     if outcome.status is Status.CHANGED and plan.mode != "write" and outcome.diff is None:
+        if data is None:
+            return None  # the entry has no diff yet: the full run reads the file and makes it
         source = source if source is not None else decode(data)
         outcome = replace(outcome, diff=unified_diff(source.text, outcome.code, display))
         fresh = True
