@@ -6,8 +6,6 @@ import json
 
 import click
 
-from codemods import doctor as checks
-
 
 @click.command("doctor")
 @click.argument("path", required=False, default=".", type=click.Path(exists=True))
@@ -19,7 +17,10 @@ def doctor(ctx: click.Context, path: str, fmt: str) -> None:
     torch and CUDA, /dev/shm size versus the DataLoader workers the code starts, and `docker run`
     lines or docker-compose services without --shm-size/--ipc=host. Exit code 1 when a problem is found.
     """
-    # Looked up at call time, so tests can stand in for the machine (a 64 MB /dev/shm, a GPU).
+    # Imported here, not with the CLI: every other command would pay for it at start-up. Its
+    # probes are looked up at call time, so tests can stand in for the machine (a 64 MB /dev/shm, a GPU).
+    from codemods import doctor as checks
+
     report = checks.diagnose(path, probe=checks.probe_torch, shm=checks.shm_bytes)
     if fmt == "json":
         click.echo(json.dumps(report.to_dict(), indent=2))

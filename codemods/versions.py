@@ -12,7 +12,6 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
 Version = tuple[int, int]
 
@@ -75,7 +74,9 @@ def minimums() -> dict[str, Version]:
     A key is a qualified name (`torch.amp.GradScaler`), or a callable with one keyword argument
     (`torch.load(weights_only)`) for a keyword a rewrite adds.
     """
-    raw = json.loads(resources.files("codemods.data").joinpath("torch_minimums.json").read_text())
+    from codemods.gates import data_table  # the one reader of codemods/data/ (no importlib.resources at start-up)
+
+    raw = data_table("torch_minimums.json")
     return {symbol: parse_version(version) for symbol, version in raw["minimums"].items()}
 
 
