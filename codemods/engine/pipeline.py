@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Sequence
 
 from codemods.helpers.context import FileContext
-from codemods.engine import name_guard
 from codemods.helpers.noqa import is_suppressed, noqa_lines
 from codemods.helpers.scan import Scan, indirect_spellings
 from codemods.registry import Spec, Stage
@@ -268,6 +267,8 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
         return Result(code=original, parsed=True, problem=Problem(file.path, error.lineno or 0, reason, culprit))
     # The name guard (engine/name_guard.py): a codemod whose output leaves a name unbound, an
     # import unused or doubled, or a `.to()` torch refuses is dropped from this file, with a finding.
+    from codemods.engine import name_guard  # only for a file that changes
+
     replay = name_guard.Replay(tree, firing, file, statement_map, declined, _run, _compile_error)
     guarded = name_guard.guard(source, code, rewrites, replay, output)
     if guarded is not None:
