@@ -38,26 +38,19 @@ class Result:
 
 
 def _compile_error(code: str, path: str) -> SyntaxError | None:
+    return _compiled(code, path, keep_ast=False)[1]
+
+
+def _compiled(code: str, path: str, keep_ast: bool = True) -> tuple[ast.Module | None, SyntaxError | None]:
+    """(CPython's ast of `code`, None), or (None, the SyntaxError compiling it raises). With
+    `keep_ast` (an output, whose ast the name guard reads) the text is parsed once and the tree
+    compiled, which raises what compiling the text raises (the parser's errors, then the
+    compiler's: `return` outside a function...); without, the text is compiled directly."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarning for "\d" and friends is not ours to print
-            compile(code, path, "exec", dont_inherit=True)
-    except SyntaxError as exc:
-        return exc
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return SyntaxError(str(exc) or type(exc).__name__)
-    return None
-
-
-def _compiled(code: str, path: str) -> tuple[ast.Module | None, SyntaxError | None]:
-    """`_compile_error` of an output, keeping its ast for the name guard: the text is parsed once
-    (`ast.parse`, CPython's parser) and the tree compiled, which raises what compiling the text
-    raises (the parser's errors, then the compiler's: `return` outside a function...)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(code, path)
-            compile(tree, path, "exec", dont_inherit=True)
+            tree = ast.parse(code, path) if keep_ast else None
+            compile(tree if keep_ast else code, path, "exec", dont_inherit=True)
     except SyntaxError as exc:
         return None, exc
     except (ValueError, RecursionError, MemoryError) as exc:
