@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from codemods.gates import Gate, Safety, Spec, Stage
-from codemods.helpers.scan import Scan
+from codemods.helpers.scan import Scan, ast_star_args
 
 # The uint8 spellings a mask is made with, and their bool counterparts (qualified names).
 BOOL_OF = {
@@ -93,7 +93,7 @@ def _is_mask_argument(call: ast.Call, node: ast.expr, scan: Scan) -> bool:
     """The codemod's `_is_mask_argument`, with both readings of the callee where the imports
     leave it open: `node` is the mask argument of masked_fill/masked_select/masked_scatter or
     the condition of torch.where."""
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+    if ast_star_args(call):
         return False
     places = [SINK_FUNCTIONS[name] for name in scan.qualified(call.func) if name in SINK_FUNCTIONS]
     if isinstance(call.func, ast.Attribute) and call.func.attr in SINK_METHODS:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from codemods.gates import Gate, Safety, Spec, Stage
-from codemods.helpers.scan import Scan
+from codemods.helpers.scan import Scan, ast_star_args
 
 
 def triggers() -> tuple[str, ...]:
@@ -51,7 +51,7 @@ def _may_be_log1p(inner: ast.BinOp) -> bool:
 def _may_be_logsumexp(total: ast.Call, scan: Scan) -> bool:
     """The codemod's `_logsumexp`: `torch.sum(<exp>, dim, keepdim)` or `<exp>.sum(dim, keepdim)`,
     no `*`/`**`, no keyword but input/dim/keepdim, where <exp> is an exp call."""
-    if any(isinstance(a, ast.Starred) for a in total.args) or any(k.arg is None for k in total.keywords):
+    if ast_star_args(total):
         return False
     if any(k.arg not in ("input", "dim", "keepdim") for k in total.keywords):
         return False

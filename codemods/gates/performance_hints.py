@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from codemods.gates import Gate, Safety, Spec, Stage
-from codemods.helpers.scan import Scan
+from codemods.helpers.scan import Scan, ast_star_args
 
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 # DataLoader's positional parameters up to num_workers
@@ -35,7 +35,7 @@ def _may_report(node: ast.AST, scan: Scan) -> bool:
     literal other than 0, or a `zero_grad` given a literal False; never a call with `*`/`**`."""
     if not isinstance(node, ast.Call):
         return False
-    if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+    if ast_star_args(node):
         return False
     if not scan.qualified(node.func).isdisjoint(DATALOADERS):
         workers = _passed(node, LOADER_POSITIONAL.index("num_workers"), "num_workers")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from codemods.gates import Gate, Safety, Spec, Stage
-from codemods.helpers.scan import Scan
+from codemods.helpers.scan import Scan, ast_star_args
 
 
 # qualified name -> index of `dim` among the positional parameters
@@ -26,7 +26,7 @@ def triggers() -> tuple[str, ...]:
 def _may_lack_dim(call: ast.Call, scan: Scan) -> bool:
     """A superset of visit_Call's reports, from the ast: a call of one of DIM_POSITION's names,
     without star arguments, whose `dim` is absent or the literal None."""
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+    if ast_star_args(call):
         return False
     for name in scan.qualified(call.func) & DIM_POSITION.keys():
         position = DIM_POSITION[name]

@@ -134,6 +134,11 @@ def ast_dotted(expr: ast.AST) -> str | None:
     return ".".join(reversed(parts))
 
 
+def ast_star_args(call: ast.Call) -> bool:
+    """Whether a call passes `*args` or `**kwargs` (helpers/arguments.has_star_args, on the ast)."""
+    return any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+
+
 def _lines(statement: ast.AST) -> tuple[int, int]:
     first = min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
     return first, statement.end_lineno or statement.lineno
