@@ -89,7 +89,7 @@ def default_dir(paths: Sequence[Path], config_source: Path | None = None) -> Pat
 
 
 def content_digest(data: bytes) -> bytes:
-    """What the facts' keys hold of a file's bytes."""
+    """What every key (a file's entry, its facts parts, the whole facts) holds of a file's bytes."""
     return hashlib.sha256(data).digest()
 
 

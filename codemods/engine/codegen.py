@@ -13,10 +13,11 @@ statement sits in, and nothing else of the state changes what it writes (the mod
 indent and newline aside, which are fixed per file). So a statement's code is keyed by the
 statement and the indentation it is generated at. A compound statement is generated from a
 shadow of itself whose block statements are `_Known` nodes, which write their code as the cache
-holds it for the indentation reached (generating it first if needed, recursively). `Module.code` is the module's header,
-statements and footer, each generated on its own state at indent zero (a statement ends with its
-newline); `ModuleCode` joins the same pieces. A module without a trailing newline (libcst drops
-the last token) is generated whole.
+holds it for the indentation reached (generating it first if needed, recursively).
+
+`Module.code` is the module's header, statements and footer, each generated on its own state at
+indent zero (a statement ends with its newline); `ModuleCode` joins the same pieces. A module
+without a trailing newline (libcst drops the last token) is generated whole.
 """
 
 from __future__ import annotations
