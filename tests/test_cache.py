@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import stat
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -34,9 +36,15 @@ def _run(root: Path, **kw):
     return migrate([str(root)], Options(use_config=False, jobs=1, **kw))
 
 
-def _entries(root: Path) -> list[Path]:
-    """The per-file entries (the repo-facts entries live apart, under facts/)."""
-    return sorted(p for p in (root / cache_mod.DIRNAME).rglob("*.json") if p.parent.name != "facts")
+def _entries(root: Path) -> dict[str, str]:
+    """key -> stored text of the per-file entries (the repo-facts entries are another kind)."""
+    return cache_mod.Cache(root / cache_mod.DIRNAME).entries()
+
+
+def _set(database: Path, key: str, value: str) -> None:
+    """Overwrite one entry's stored text, as a damaged or foreign writer might."""
+    with closing(sqlite3.connect(database)) as db, db:
+        db.execute("UPDATE entries SET value = ? WHERE key = ?", (value, key))
 
 
 def _comparable(report):
@@ -118,25 +126,68 @@ def test_cli_no_cache_flag(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "garbage",
-    [b"", b"{", b"\x00\xff\xfe binary", b"[]", b'{"key": "other", "outcome": {}}', b"null", "WRONG_SHAPE"],
+    ["", "{", "\x00\xff\xfe binary", "[]", '{"key": "other", "outcome": {}}', "null", "WRONG_SHAPE"],
 )
-def test_a_corrupt_cache_is_a_miss_never_an_error(tmp_path: Path, garbage) -> None:
+def test_a_corrupt_entry_is_a_miss_never_an_error(tmp_path: Path, garbage) -> None:
     root = _project(tmp_path)
     cold = _run(root, mode="diff")
-    for entry in _entries(root):
+    database = root / cache_mod.DIRNAME / cache_mod.DATABASE
+    for key, text in _entries(root).items():
         if garbage == "WRONG_SHAPE":  # right key, wrong content
-            raw = json.loads(entry.read_text())
+            raw = json.loads(text)
             raw["outcome"]["findings"] = [{"no": "such field"}]
             raw["outcome"]["status"] = "changed"
-            entry.write_text(json.dumps(raw))
+            _set(database, key, json.dumps(raw))
         else:
-            entry.write_bytes(garbage)
+            _set(database, key, garbage)
     again = _run(root, mode="diff")
     assert _comparable(again) == _comparable(cold)
     # ...and the bad entries were replaced by good ones.
     third = _run(root, mode="diff")
     assert _comparable(third) == _comparable(cold)
-    assert all(json.loads(e.read_text())["key"] == e.stem for e in _entries(root))
+    assert all(json.loads(text)["key"] == key for key, text in _entries(root).items())
+
+
+@pytest.mark.parametrize("garbage", [b"", b"not a database at all" * 100, b"SQLite format 3\x00" + b"\xff" * 4000])
+def test_a_database_that_is_not_one_is_replaced(tmp_path: Path, garbage, monkeypatch) -> None:
+    root = _project(tmp_path)
+    cold = _run(root, mode="diff")
+    database = root / cache_mod.DIRNAME / cache_mod.DATABASE
+    runner._cache.cache_clear()  # as a new process meets it: this one's connection is closed
+    for suffix in ("-wal", "-shm"):
+        Path(str(database) + suffix).unlink(missing_ok=True)
+    database.write_bytes(garbage)
+    assert _comparable(_run(root, mode="diff")) == _comparable(cold)  # every file a miss, no error
+    assert len(_entries(root)) == 4  # a new database, with this run's entries
+    monkeypatch.setattr(runner, "transform_source", lambda *a, **k: pytest.fail("not a cache hit"))
+    assert _comparable(_run(root, mode="diff")) == _comparable(cold)
+
+
+def test_a_read_only_cache_still_answers(tmp_path: Path, monkeypatch) -> None:
+    """A cache restored read-only (CI) or in a checkout this user cannot write: hits, no error."""
+    root = _project(tmp_path)
+    cold = _run(root, mode="diff")
+    folder = root / cache_mod.DIRNAME
+    monkeypatch.setattr(runner, "transform_source", lambda *a, **k: pytest.fail("not a cache hit"))
+    runner._cache.cache_clear()
+    for path in folder.iterdir():
+        path.chmod(0o444)
+    folder.chmod(0o555)
+    real_connect = sqlite3.connect
+
+    def as_for_another_user(target, *args, **kwargs):
+        # root may write anyway (CI runs as either): refuse as SQLite refuses a WAL database
+        # whose folder it cannot write, unless opened read-only and immutable
+        if not kwargs.get("uri"):
+            raise sqlite3.OperationalError("unable to open database file")
+        return real_connect(target, *args, **kwargs)
+
+    monkeypatch.setattr(cache_mod.sqlite3, "connect", as_for_another_user)
+    try:
+        assert _comparable(_run(root, mode="diff")) == _comparable(cold)
+        assert _comparable(_run(root, mode="check")) == _comparable(cold)
+    finally:
+        folder.chmod(0o755)
 
 
 def test_a_cache_path_that_is_a_file_or_read_only_is_ignored(tmp_path: Path) -> None:
@@ -200,7 +251,8 @@ def test_location_default_env_override_and_gitignore(tmp_path: Path, monkeypatch
     monkeypatch.setenv(cache_mod.ENV, str(elsewhere))
     assert cache_mod.default_dir([root]) == elsewhere
     _run(root, mode="diff", device_name="other")
-    assert list(elsewhere.rglob("*.json"))
+    assert (elsewhere / cache_mod.DATABASE).is_file()
+    assert cache_mod.Cache(elsewhere).entries()
 
 
 def test_the_cache_is_not_migrated_itself(tmp_path: Path) -> None:
@@ -218,7 +270,7 @@ def test_facts_round_trip_and_corruption(tmp_path: Path) -> None:
     assert store.get_facts(key) is None
     store.put_facts(key, facts)
     assert store.get_facts(key) == facts
-    store._path(key, "facts").write_bytes(b"{")
+    _set(store.database, key, "{")
     assert store.get_facts(key) is None
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import pickle
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -170,7 +172,8 @@ def test_a_parts_entry_made_for_other_collectors_is_a_miss_and_is_kept(tmp_path:
     assert store.get_parts(key, ["imported_names", "idioms"]) is None
     store.put_parts(key, {"idioms": []})
     assert store.get_parts(key, ["imported_names", "idioms"]) == {"imported_names": {"events": [], "all": None}, "idioms": []}
-    store._path(key, "facts").write_bytes(b"{")
+    with closing(sqlite3.connect(store.database)) as db, db:
+        db.execute("UPDATE entries SET value = '{' WHERE key = ?", (key,))  # a damaged entry
     assert store.get_parts(key, ["idioms"]) is None
 
 

@@ -238,17 +238,22 @@ def run_files(
             on_result(result)
 
     with deferred_interrupt() as stop:
-        # Cache hits are answered here (reading and hashing is cheap); only misses go to the
-        # pipeline, so a warm run starts no worker processes at all.
-        for index, job in enumerate(work if plan.cache_dir else ()):
-            if stop.requested:
-                break
-            hit = _lookup(job)
-            if hit is not None:
-                finished(index, hit)
-        misses = [] if stop.requested else [(i, job) for i, job in enumerate(work) if i not in done]
-        for index, result in _results(misses, jobs, stop):
-            finished(index, result)
+        try:
+            # Cache hits are answered here (reading and hashing is cheap); only misses go to
+            # the pipeline, so a warm run starts no worker processes at all.
+            for index, job in enumerate(work if plan.cache_dir else ()):
+                if stop.requested:
+                    break
+                hit = _lookup(job)
+                if hit is not None:
+                    finished(index, hit)
+            misses = [] if stop.requested else [(i, job) for i, job in enumerate(work) if i not in done]
+            for index, result in _results(misses, jobs, stop):
+                finished(index, result)
+        finally:
+            cache = _cache(plan.cache_dir)
+            if cache is not None:
+                cache.close()  # a connection is freed by the cycle collector only (sqlite3's statement cache)
     results = [done[i] for i in sorted(done)]
     if stop.requested:
         raise Interrupted(results)
