@@ -19,6 +19,14 @@ thirty names of removed functions) written as a trie (`(?:b(?:tri(?:fact|solve)|
 which `re` tries a character at a time instead of a word at a time. Both match the same texts
 at the same offsets: `starts`, whose offsets Scan.hits turns into lines, keeps the pattern as
 written.
+
+Even the `in` scans and the tries added up, the triggers of thirty codemods searched in every
+file: a tenth of a corpus run. But most patterns need whole words: `\\bsize_average\\b`,
+`.cuda(`, `\\bimport\\s+torchvision\\.(?:models|datasets)`, thirty loss names between `\\b`s.
+A match has such a word delimited in the text (by the pattern's `\\b`, its own non-word
+characters, a run of spaces), so the word is among the text's words, the `\\w+` runs made once
+per text (`text_words`). `word_clauses` reads these needs from the parsed pattern; a few set
+lookups then answer for most patterns in most files before any scan.
 """
 
 from __future__ import annotations
@@ -37,12 +45,13 @@ class Words:
     says whether a text holds it (`search`) and where (`starts`), at the speed of its first
     literal. `pattern` is its source, as for `re`."""
 
-    __slots__ = ("pattern", "_whole", "_rest", "_needles", "_probes")
+    __slots__ = ("pattern", "_whole", "_rest", "_needles", "_clauses", "_probes")
 
     def __init__(self, pattern: str, _probe: bool = False) -> None:
         self.pattern = pattern
         self._whole = re.compile(pattern)
         self._needles = needles(pattern)
+        self._clauses = word_clauses(pattern)
         lead = _LEADING_ASSERTION.match(pattern)
         rest = pattern[lead.end() :] if lead else ""
         # Every match of the whole is a match of the rest at the same offset (the assertion
@@ -68,6 +77,8 @@ class Words:
             position = start + 1
 
     def search(self, text: str) -> bool:
+        if self._clauses and len(text) >= _WORDS_FROM and not _holds(self._clauses, text_words(text)):
+            return False
         if self._probes is _UNSET:
             self._probes = _probes_of(self.pattern)
         if self._probes is not None:
@@ -214,3 +225,174 @@ def _element(op, value) -> Needles | None:
     if op is getattr(sre, "ATOMIC_GROUP", None):
         return _sequence(list(value))
     return None  # a class, any character, a lookaround, a back-reference: no literal known
+
+
+# -- the words a match needs ------------------------------------------------------------------------
+
+# Below this many characters the `in` scans cost less than making the text's words.
+_WORDS_FROM = 2_000
+_WORD = re.compile(r"\w+")
+_last_words: tuple[str | None, frozenset[str]] = (None, frozenset())
+
+
+def text_words(text: str) -> frozenset[str]:
+    """The words (`\\w+` runs) of `text`: made once for the text asked about last (every trigger
+    of a file asks of the same text in turn)."""
+    global _last_words
+    if _last_words[0] is not text:
+        # An ASCII text's words are what is left between its other characters, made spaces
+        # (twice as fast as the regex)
+        words = text.translate(_ASCII_NON_WORD).split() if text.isascii() else _WORD.findall(text)
+        _last_words = (text, frozenset(words))
+    return _last_words[1]
+
+
+_ASCII_NON_WORD = {code: " " for code in range(128) if not _WORD.match(chr(code))}
+
+
+# A clause: the text can match only if it holds one of `singles`, or every word of one of `sets`.
+Clause = tuple[frozenset[str], tuple[frozenset[str], ...]]
+
+# In the strings `_language` makes: a point where a word must end or start (a `\\b` the pattern
+# asserts, a run of non-word characters it needs). Itself a non-word character: a word next to
+# it in such a string is delimited there.
+_EDGE = "\x00"
+_DELIMITED = re.compile(r"(?<=\W)\w+(?=\W)")
+# More strings than this in a piece of a pattern and its words are not worth knowing.
+_LANGUAGE_LIMIT = 256
+_REPEATS = tuple(op for op in (sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", None)) if op is not None)
+
+
+def _holds(clauses: tuple[Clause, ...], words: frozenset[str]) -> bool:
+    return all(not singles.isdisjoint(words) or any(every <= words for every in sets) for singles, sets in clauses)
+
+
+def word_clauses(pattern: str) -> tuple[Clause, ...]:
+    """What `pattern` needs of a text's words (`text_words`), as clauses that a text it matches
+    in satisfies every one of: () when nothing is known (a case-insensitive pattern, no whole
+    word in it).
+
+    `\\b(?:BCELoss|L1Loss)\\(` -> one clause, BCELoss or L1Loss; `\\bimport\\s+torch\\.cuda\\b`
+    -> three, import and torch and cuda; `size_average\\b` -> none (`my_size_average`)."""
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error:
+        return ()
+    flags = parsed.state.flags
+    if flags & re.IGNORECASE:
+        return ()
+    # Under ASCII or LOCALE a `\\b` is not the boundary of text_words' (Unicode) words
+    unicode_boundary = not flags & (re.ASCII | re.LOCALE)
+    return tuple(dict.fromkeys(_clauses(list(parsed), unicode_boundary)))
+
+
+def _clauses(items: Sequence, unicode_boundary: bool) -> list[Clause]:
+    """The clauses of a sequence: its pieces of finitely many strings (`_language`), each
+    string's delimited words one alternative of the piece's clause; and what the other elements
+    need inside them."""
+    clauses: list[Clause] = []
+    piece = [""]
+
+    def close(strings: list[str]) -> None:
+        words = [frozenset(_DELIMITED.findall(string)) for string in strings]
+        if words and all(words):  # a string with no whole word: the piece needs none
+            clauses.append(_clause(words))
+
+    for op, value in items:
+        if op is sre.ASSERT:  # a lookaround that must match: what it needs is in the text too
+            clauses.extend(_clauses(list(value[1]), unicode_boundary))
+            continue
+        strings = _language(op, value, unicode_boundary)
+        if strings is not None:
+            joined = [a + b for a in piece for b in strings]
+            if len(joined) <= _LANGUAGE_LIMIT:
+                piece = list(dict.fromkeys(joined))
+                continue
+            close(piece)
+            piece = strings
+            continue
+        close(piece)
+        piece = [""]
+        clauses.extend(_inner_clauses(op, value, unicode_boundary))
+    close(piece)
+    return clauses
+
+
+def _clause(alternatives: Sequence[frozenset[str]]) -> Clause:
+    singles = frozenset(next(iter(words)) for words in alternatives if len(words) == 1)
+    return singles, tuple(dict.fromkeys(words for words in alternatives if len(words) > 1))
+
+
+def _inner_clauses(op, value, unicode_boundary: bool) -> list[Clause]:
+    """What an element of infinitely many strings needs."""
+    if op is sre.SUBPATTERN:
+        _group, add_flags, _del_flags, inner = value
+        return [] if add_flags & sre.SRE_FLAG_IGNORECASE else _clauses(list(inner), unicode_boundary)
+    if op in _REPEATS:
+        low, _high, inner = value
+        return _clauses(list(inner), unicode_boundary) if low >= 1 else []
+    if op is sre.BRANCH:
+        # One clause of each branch (any branch may be the one that matches): their union
+        alternatives: list[frozenset[str]] = []
+        for branch in value[1]:
+            found = _clauses(list(branch), unicode_boundary)
+            if not found:
+                return []
+            singles, sets = found[0]
+            alternatives.extend((*(frozenset((word,)) for word in singles), *sets))
+        return [_clause(alternatives)]
+    return []
+
+
+def _language(op, value, unicode_boundary: bool) -> list[str] | None:
+    """The strings an element matches, when they are few (at most _LANGUAGE_LIMIT), else None;
+    each run of non-word characters of unknown length (`\\s+`, `[,;]`) as one _EDGE, and an _EDGE
+    where a `\\b` holds. Zero-width elements match the empty string."""
+    if op is sre.LITERAL:
+        return [chr(value)]
+    if op is sre.IN and _non_word_class(value):
+        return [_EDGE]
+    if op in _REPEATS and len(value[2]) == 1 and _language(*value[2][0], unicode_boundary) == [_EDGE]:
+        return [_EDGE] if value[0] >= 1 else ["", _EDGE]
+    if op is sre.AT:
+        return [_EDGE if value is sre.AT_BOUNDARY and unicode_boundary else ""]
+    if op is sre.ASSERT_NOT:
+        return [""]
+    if op is sre.SUBPATTERN:
+        _group, add_flags, _del_flags, inner = value
+        return None if add_flags & sre.SRE_FLAG_IGNORECASE else _sequence_language(list(inner), unicode_boundary)
+    if op is sre.BRANCH:
+        union: list[str] = []
+        for branch in value[1]:
+            strings = _sequence_language(list(branch), unicode_boundary)
+            if strings is None:
+                return None
+            union.extend(strings)
+        return list(dict.fromkeys(union)) if len(union) <= _LANGUAGE_LIMIT else None
+    if op in _REPEATS:
+        low, high, inner = value
+        if (low, high) == (0, 1):
+            strings = _sequence_language(list(inner), unicode_boundary)
+            return None if strings is None else list(dict.fromkeys(["", *strings]))
+    return None
+
+
+def _sequence_language(items: Sequence, unicode_boundary: bool) -> list[str] | None:
+    strings = [""]
+    for op, value in items:
+        part = _language(op, value, unicode_boundary)
+        if part is None:
+            return None
+        strings = [a + b for a in strings for b in part]
+        if len(strings) > _LANGUAGE_LIMIT:
+            return None
+    return list(dict.fromkeys(strings))
+
+
+def _non_word_class(items) -> bool:
+    """Whether a character class holds no word character (`\\s`, `[,;]`)."""
+    return all(
+        (kind is sre.CATEGORY and item in (sre.CATEGORY_SPACE, sre.CATEGORY_NOT_WORD))
+        or (kind is sre.LITERAL and not _WORD.match(chr(item)))
+        for kind, item in items
+    )
