@@ -34,7 +34,8 @@ from __future__ import annotations
 import re
 from re import _constants as sre
 from re import _parser as sre_parse
-from typing import Iterator, Sequence
+from functools import lru_cache
+from typing import Any, Iterator, Sequence
 
 # A leading `\b`, or a leading lookbehind without nested groups.
 _LEADING_ASSERTION = re.compile(r"\\b|\(\?<[=!][^()]*\)")
@@ -43,40 +44,51 @@ _LEADING_ASSERTION = re.compile(r"\\b|\(\?<[=!][^()]*\)")
 class Words:
     """A codemod's word pattern (a trigger, or a gate's `sites`): a regex compiled once, which
     says whether a text holds it (`search`) and where (`starts`), at the speed of its first
-    literal. `pattern` is its source, as for `re`."""
+    literal. `pattern` is its source, as for `re`. What each question needs is made when it is
+    first asked: `list` and `explain` make nothing, and a run compiles only the patterns whose
+    words some file holds."""
 
     __slots__ = ("pattern", "_whole", "_rest", "_needles", "_clauses", "_probes")
 
     def __init__(self, pattern: str, _probe: bool = False) -> None:
         self.pattern = pattern
-        self._whole = re.compile(pattern)
-        self._needles = needles(pattern)
-        self._clauses = word_clauses(pattern)
-        lead = _LEADING_ASSERTION.match(pattern)
-        rest = pattern[lead.end() :] if lead else ""
+        self._whole: re.Pattern | None = None  # with _rest, made by _compile
+        self._rest: re.Pattern | None = None
+        self._needles: Needles | None = _UNSET
+        self._clauses: tuple[Clause, ...] = _UNSET
+        # What `search` tries: see _probes_of
+        self._probes: tuple[Words, ...] | None = None if _probe else _UNSET
+
+    def _compile(self) -> re.Pattern:
+        self._whole = re.compile(self.pattern)
+        lead = _LEADING_ASSERTION.match(self.pattern)
+        rest = self.pattern[lead.end() :] if lead else ""
         # Every match of the whole is a match of the rest at the same offset (the assertion
         # consumes nothing; with a top-level `|` it only narrowed the first branch).
         self._rest = re.compile(rest) if rest else None
-        # What `search` tries (made on its first call: a pattern only ever asked where, or never
-        # asked at all, as in `list`, compiles nothing more): see _probes_of
-        self._probes: tuple[Words, ...] | None = None if _probe else _UNSET  # type: ignore[assignment]
+        return self._whole
 
     def starts(self, text: str) -> Iterator[int]:
         """Every offset the pattern matches at (overlapping or not)."""
+        if self._needles is _UNSET:
+            self._needles = needles(self.pattern)
         if self._needles is not None and not any(all(n in text for n in every) for every in self._needles):
             return
+        whole = self._whole or self._compile()
         if self._rest is None:
-            yield from (m.start() for m in self._whole.finditer(text))
+            yield from (m.start() for m in whole.finditer(text))
             return
         position = 0
         while (found := self._rest.search(text, position)) is not None:
             start = found.start()
             # match() at an offset still sees the text before it: `\b` and lookbehinds hold
-            if self._whole.match(text, start) is not None:
+            if whole.match(text, start) is not None:
                 yield start
             position = start + 1
 
     def search(self, text: str) -> bool:
+        if self._clauses is _UNSET:
+            self._clauses = word_clauses(self.pattern)
         if self._clauses and len(text) >= _WORDS_FROM and not _holds(self._clauses, text_words(text)):
             return False
         if self._probes is _UNSET:
@@ -89,7 +101,7 @@ class Words:
         return f"Words({self.pattern!r})"
 
 
-_UNSET = object()
+_UNSET: Any = object()
 
 
 def _probes_of(pattern: str) -> tuple[Words, ...] | None:
@@ -161,19 +173,25 @@ _MAX_ALTERNATIVES = 8
 Needles = tuple[tuple[str, ...], ...]
 
 
+@lru_cache(maxsize=1024)  # the Words made for each file (a codemod's names) ask again
 def needles(pattern: str) -> Needles | None:
     """Literals a text must hold for `pattern` to match in it, as alternatives: the text can match
     only if, for one of them, it holds every literal listed. None when no such condition is
     known (a case-insensitive pattern, a pattern with no literal, too many alternatives).
 
     `\\bimport\\s+ffi\\b|\\bcreate_extension\\b` -> (("import", "ffi"), ("create_extension",))."""
-    try:
-        parsed = sre_parse.parse(pattern)
-    except re.error:
-        return None
-    if parsed.state.flags & re.IGNORECASE:
+    parsed = _parsed(pattern)
+    if parsed is None or parsed.state.flags & re.IGNORECASE:
         return None
     return _sequence(list(parsed))
+
+
+@lru_cache(maxsize=256)  # needles and word_clauses each read it, one after the other
+def _parsed(pattern: str) -> sre_parse.SubPattern | None:
+    try:
+        return sre_parse.parse(pattern)
+    except re.error:
+        return None
 
 
 def _sequence(items: Sequence) -> Needles | None:
@@ -267,6 +285,7 @@ def _holds(clauses: tuple[Clause, ...], words: frozenset[str]) -> bool:
     return all(not singles.isdisjoint(words) or any(every <= words for every in sets) for singles, sets in clauses)
 
 
+@lru_cache(maxsize=1024)
 def word_clauses(pattern: str) -> tuple[Clause, ...]:
     """What `pattern` needs of a text's words (`text_words`), as clauses that a text it matches
     in satisfies every one of: () when nothing is known (a case-insensitive pattern, no whole
@@ -274,13 +293,10 @@ def word_clauses(pattern: str) -> tuple[Clause, ...]:
 
     `\\b(?:BCELoss|L1Loss)\\(` -> one clause, BCELoss or L1Loss; `\\bimport\\s+torch\\.cuda\\b`
     -> three, import and torch and cuda; `size_average\\b` -> none (`my_size_average`)."""
-    try:
-        parsed = sre_parse.parse(pattern)
-    except re.error:
+    parsed = _parsed(pattern)
+    if parsed is None or parsed.state.flags & re.IGNORECASE:
         return ()
     flags = parsed.state.flags
-    if flags & re.IGNORECASE:
-        return ()
     # Under ASCII or LOCALE a `\\b` is not the boundary of text_words' (Unicode) words
     unicode_boundary = not flags & (re.ASCII | re.LOCALE)
     return tuple(dict.fromkeys(_clauses(list(parsed), unicode_boundary)))
