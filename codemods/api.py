@@ -285,14 +285,18 @@ def _warnings(paths: Sequence[Path], options: Options, config: Config, files: li
     return tuple(out)
 
 
-def _display(path: Path) -> str:
-    """The path as users should read it: relative to the working directory when inside it."""
+def _display(path: Path, cwd: str | None = None) -> str:
+    """The path as users should read it: relative to the working directory (`cwd`, else asked)
+    when inside it. By the strings: Path.relative_to raising for each file of a tree elsewhere
+    was a twentieth of a warm run."""
     if not path.is_absolute():
         return path.as_posix()
-    try:
-        return path.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return path.as_posix()
+    cwd = cwd if cwd is not None else str(Path.cwd())
+    absolute = str(path)
+    if absolute == cwd:
+        return "."
+    inside = cwd if cwd.endswith(os.sep) else cwd + os.sep
+    return Path(absolute[len(inside) :]).as_posix() if absolute.startswith(inside) else path.as_posix()
 
 
 def migrate(
@@ -311,7 +315,8 @@ def migrate(
     warnings = _warnings([Path(p) for p in paths], options, config, files, problems)
     if on_start is not None:
         on_start(len(files))
-    results = run_files([(f, _display(f)) for f in files], plan, options.jobs, on_result)
+    cwd = str(Path.cwd())
+    results = run_files([(f, _display(f, cwd)) for f in files], plan, options.jobs, on_result)
     results.extend(FileResult(p.path, Status.ERROR, problem=p) for p in problems)
     codes = tuple(s.code for s in plan.specs)
     return Report(

@@ -7,6 +7,7 @@ import os
 import sqlite3
 import stat
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -307,3 +308,19 @@ def test_a_warm_diff_is_read_from_the_entry_not_made_again(tmp_path: Path, monke
     assert MIGRATED_LINE in next(f.diff for f in again.files if f.diff)
     check = _run(root, mode="check")
     assert [f.diff for f in check.files] == [f.diff for f in first.files]
+
+
+def test_a_lookup_without_the_text_reads_the_diff_or_else_the_text(tmp_path: Path) -> None:
+    """A --diff or --check lookup needs a changed file's diff, or its text to make one: the other
+    stays in the database (the migrated text of every changed file was decoded on each warm run)."""
+    from codemods.results import Status
+
+    store = cache_mod.Cache(tmp_path)
+    with_diff = cache_mod.FileOutcome(Status.CHANGED, {"TM001": 1}, code="new\n", diff="@@ -1 +1 @@\n-old\n+new\n")
+    store.put("a" * 64, with_diff)
+    store.put("b" * 64, replace(with_diff, diff=None))  # a write run's entry: no diff yet
+    assert store.get("a" * 64) == with_diff
+    assert store.get("a" * 64, text=False) == replace(with_diff, code=None)
+    assert store.get("b" * 64, text=False) == replace(with_diff, diff=None)
+    store.put("c" * 64, cache_mod.FileOutcome(Status.UNCHANGED, {}))
+    assert store.get("c" * 64, text=False) == cache_mod.FileOutcome(Status.UNCHANGED, {})

@@ -32,7 +32,7 @@ import hashlib
 import json
 import os
 import sqlite3
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
@@ -44,7 +44,14 @@ DIRNAME = ".torch-migrate-cache"
 ENV = "TORCH_MIGRATE_CACHE_DIR"
 FORMAT = 2  # 1: a JSON file per entry; 2: rows of one SQLite database
 DATABASE = f"v{FORMAT}.sqlite3"
-_SCHEMA = "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, kind TEXT NOT NULL, value TEXT NOT NULL) WITHOUT ROWID"
+# value: the entry as JSON; code and diff: a changed file's migrated text and diff, apart (a --diff
+# lookup reads only the diff, where JSON would decode both)
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS entries"
+    " (key TEXT PRIMARY KEY, kind TEXT NOT NULL, value TEXT NOT NULL, code TEXT, diff TEXT)"
+)
+_WITH_TEXT = "SELECT value, code, diff FROM entries WHERE key = ?"
+_DIFF_ELSE_TEXT = "SELECT value, CASE WHEN diff IS NULL THEN code END, diff FROM entries WHERE key = ?"
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# torch-migrate result cache\n"
 # Connections a forked process found open in its parent's Cache objects: kept, never used, never
 # closed (closing one in the child could checkpoint and remove the write-ahead log the parent
@@ -62,32 +69,33 @@ class FileOutcome:
     findings: tuple[Finding, ...] = ()
     problem: Problem | None = None
     notes: tuple[str, ...] = ()
-    code: str | None = None  # the migrated text when status is CHANGED
+    # The migrated text when status is CHANGED (None in an outcome read without it: a --diff
+    # lookup whose entry has the diff, see Cache.get)
+    code: str | None = None
     diff: str | None = None  # its unified diff (the key holds the display path it names)
 
     def to_json(self) -> dict:
+        """All but the text and the diff, which the cache keeps in columns of their own."""
         return {
             "status": self.status.value,
             "rewrites": self.rewrites,
             "findings": [f.to_dict() for f in self.findings],
             "problem": self.problem.to_dict() if self.problem else None,
             "notes": list(self.notes),
-            "code": self.code,
-            "diff": self.diff,
         }
 
     @classmethod
-    def from_json(cls, raw: dict) -> FileOutcome:
+    def from_json(cls, raw: dict, code: str | None = None, diff: str | None = None) -> FileOutcome:
         status = Status(raw["status"])
         rewrites = {str(k): int(v) for k, v in raw["rewrites"].items()}
         findings = tuple(Finding(**f) for f in raw["findings"])
         problem = Problem(**raw["problem"]) if raw["problem"] is not None else None
         notes = tuple(str(n) for n in raw["notes"])
-        code, diff = raw["code"], raw.get("diff")
-        if (code is None) == (status is Status.CHANGED) or not (code is None or isinstance(code, str)):
-            raise ValueError("changed entries carry the migrated text, others none")
-        if not (diff is None or (isinstance(diff, str) and code is not None)):
-            raise ValueError("a diff belongs to a changed entry")
+        if status is Status.CHANGED:
+            if code is None and diff is None or not all(v is None or isinstance(v, str) for v in (code, diff)):
+                raise ValueError("a changed entry carries the migrated text or its diff")
+        elif code is not None or diff is not None:
+            raise ValueError("only a changed entry carries a text")
         return cls(status, rewrites, findings, problem, notes, code, diff)
 
 
@@ -120,10 +128,26 @@ def tool_digest() -> str:
     return digest.hexdigest()
 
 
+def _values(facts: RepoFacts) -> dict:
+    """Each fact by name, as it stands (dataclasses.asdict deep-copies every set: 30 ms for the
+    corpus's facts, a tenth of a warm run)."""
+    return {field.name: getattr(facts, field.name) for field in fields(facts)}
+
+
 @lru_cache(maxsize=8)
 def _facts_digest(facts: RepoFacts) -> str:
-    parts = [f"{name}={','.join(sorted(value))}" for name, value in sorted(asdict(facts).items())]
+    return _known_digests.get(facts) or _sorted_digest({name: sorted(value) for name, value in _values(facts).items()})
+
+
+def _sorted_digest(facts: dict[str, list[str]]) -> str:
+    """The digest of facts whose every list is sorted."""
+    parts = [f"{name}={','.join(values)}" for name, values in sorted(facts.items())]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+# The digests of the facts a cache entry gave, made from its sorted lists as they were read (a
+# warm run otherwise sorted every fact again: 27,000 names on the corpus).
+_known_digests: dict[RepoFacts, str] = {}
 
 
 class Cache:
@@ -208,17 +232,18 @@ class Cache:
             return False
         return True
 
-    def _read(self, key: str) -> dict | None:
-        """The entry's record, or None: missing, unreadable, not JSON, or not this key's."""
+    def _read(self, key: str, query: str = "SELECT value FROM entries WHERE key = ?") -> tuple[dict, ...] | None:
+        """The entry's record and the other columns `query` selects, or None: missing,
+        unreadable, not JSON, or not this key's."""
         db = self._connection(create=False)
         if db is None:
             return None
         try:
-            row = db.execute("SELECT value FROM entries WHERE key = ?", (key,)).fetchone()
+            row = db.execute(query, (key,)).fetchone()
             raw = json.loads(row[0]) if row is not None else None
         except (sqlite3.Error, ValueError, TypeError):
             return None
-        return raw if isinstance(raw, dict) and raw.get("key") == key else None
+        return (raw, *row[1:]) if isinstance(raw, dict) and raw.get("key") == key else None
 
     def entries(self, kind: str = "") -> dict[str, str]:
         """key -> stored text of every entry of this kind ("": the files'; "facts")."""
@@ -251,10 +276,12 @@ class Cache:
         digest.update(content)
         return digest.hexdigest()
 
-    def get(self, key: str) -> FileOutcome | None:
-        raw = self._read(key)
+    def get(self, key: str, text: bool = True) -> FileOutcome | None:
+        """The entry's outcome; without `text`, a changed file's migrated text only when the
+        entry has no diff (a --diff or --check run needs the one or the other)."""
+        found = self._read(key, _WITH_TEXT if text else _DIFF_ELSE_TEXT)
         try:
-            outcome = FileOutcome.from_json(raw["outcome"]) if raw is not None else None
+            outcome = FileOutcome.from_json(found[0]["outcome"], *found[1:]) if found is not None else None
         except Exception:  # a corrupt or foreign entry is a miss, never an error
             outcome = None
         if outcome is None:
@@ -264,9 +291,9 @@ class Cache:
         return outcome
 
     def put(self, key: str, outcome: FileOutcome) -> None:
-        self._write(key, {"key": key, "outcome": outcome.to_json()})
+        self._write(key, {"key": key, "outcome": outcome.to_json()}, code=outcome.code, diff=outcome.diff)
 
-    def _write(self, key: str, record: dict, kind: str = "") -> None:
+    def _write(self, key: str, record: dict, kind: str = "", code: str | None = None, diff: str | None = None) -> None:
         if not self.writable:
             return
         try:
@@ -274,7 +301,7 @@ class Cache:
             db = self._connection(create=True)
             if db is None:
                 raise OSError("no database")
-            db.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", (key, kind, payload))
+            db.execute("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?)", (key, kind, payload, code, diff))
         except (sqlite3.Error, OSError, ValueError, TypeError):
             self.writable = False  # read-only tree, full disk, ...: run on without a cache
 
@@ -292,17 +319,19 @@ class Cache:
 
     def get_facts(self, key: str) -> RepoFacts | None:
         try:
-            raw = self._read(key)
-            fields = {name: frozenset(str(v) for v in values) for name, values in raw["facts"].items()}
-            return RepoFacts(**fields)
+            stored = self._read(key)[0]["facts"]
+            facts = RepoFacts(**{name: frozenset(str(v) for v in values) for name, values in stored.items()})
         except Exception:  # missing or corrupt: recompute
             return None
+        if all(all(a < b for a, b in zip(values, values[1:])) for values in stored.values()):  # as put_facts wrote them
+            _known_digests[facts] = _sorted_digest(stored)
+        return facts
 
     def put_facts(self, key: str, facts: RepoFacts) -> None:
-        values = asdict(facts).values()
+        values = _values(facts).values()
         if not all(isinstance(v, frozenset) and all(isinstance(x, str) for x in v) for v in values):
             return  # a fact that is not a set of names: not cached (recomputed each run)
-        self._write(key, {"key": key, "facts": {k: sorted(v) for k, v in asdict(facts).items()}}, "facts")
+        self._write(key, {"key": key, "facts": {k: sorted(v) for k, v in _values(facts).items()}}, "facts")
 
     def parts_key(self, path: str, content: bytes) -> str:
         """The key of one file's collector parts: the tool, the path (a collector may read it),
@@ -323,6 +352,6 @@ class Cache:
         self._write(key, {"key": key, "parts": {**(self._parts(key) or {}), **parts}}, "facts")
 
     def _parts(self, key: str) -> dict | None:
-        raw = self._read(key)
-        parts = raw.get("parts") if raw is not None else None
+        found = self._read(key)
+        parts = found[0].get("parts") if found is not None else None
         return parts if isinstance(parts, dict) else None  # missing or corrupt: a miss

@@ -92,18 +92,32 @@ def walk(
     minus folders named in `skip` and virtualenvs; links to folders are not followed.
 
     The one walk of a tree outside git: discovery, the era's idiom scan and verify's copies."""
-    for current, dirs, files in os.walk(directory, onerror=onerror, followlinks=False):
-        here = Path(current)
-        dirs[:] = sorted(d for d in dirs if not _skipped_dir(here / d, d, skip))
-        for name in sorted(files):
+    for here, _, names in _folders(directory, skip, onerror):
+        for name in names:
             yield here / name
 
 
-def _walk(directory: Path, found: Discovered) -> Iterable[Path]:
+def _folders(
+    directory: Path, skip: frozenset[str] = SKIP_DIRS, onerror: Callable[[OSError], None] | None = None
+) -> Iterator[tuple[Path, str, list[str]]]:
+    """walk's folders: each as (its path, its path relative to `directory` in `/` form, "" for
+    `directory` itself, its file names sorted)."""
+    for current, dirs, files in os.walk(directory, onerror=onerror, followlinks=False):
+        here = Path(current)
+        dirs[:] = sorted(d for d in dirs if not _skipped_dir(here / d, d, skip))
+        rel = os.path.relpath(current, directory).replace(os.sep, "/")
+        yield here, "" if rel == "." else rel + "/", sorted(files)
+
+
+def _walk(directory: Path, found: Discovered) -> Iterable[tuple[Path, str]]:
+    """(path, path relative to `directory`) of every file walk finds."""
+
     def onerror(exc: OSError) -> None:
         found.unreadable.append((Path(exc.filename or directory), exc.strerror or str(exc)))
 
-    return walk(directory, onerror=onerror)
+    for here, rel, names in _folders(directory, onerror=onerror):
+        for name in names:
+            yield here / name, rel + name
 
 
 def _named_rel(path: Path, root: Path | None) -> str:
@@ -138,10 +152,12 @@ def discover(
     def add(path: Path, root: Path) -> None:
         if not path.name.endswith(suffixes):
             return
-        if path.is_symlink() and not _inside(path, root):
-            return  # never follow a link out of the tree we were asked to migrate
         try:
-            status = path.stat()
+            status = os.lstat(path)
+            if stat.S_ISLNK(status.st_mode):
+                if not _inside(path, root):
+                    return  # never follow a link out of the tree we were asked to migrate
+                status = os.stat(path)
             if not stat.S_ISREG(status.st_mode):
                 return  # a directory called x.py, a socket
             key = (status.st_dev, status.st_ino)  # one file, by whatever names it is reached
@@ -165,13 +181,12 @@ def discover(
             continue
         root = given.resolve()
         listing = _git_listing(given)
-        candidates = (given / rel for rel in listing) if listing is not None else _walk(given, found)
+        candidates = ((given / rel, rel) for rel in listing) if listing is not None else _walk(given, found)
         # Untracked virtualenvs are not always ignored; each has a pyvenv.cfg at its top.
         venvs = tuple(rel[: -len("pyvenv.cfg")] for rel in listing or () if rel.endswith("pyvenv.cfg"))
-        for path in candidates:
-            if not path.name.endswith(suffixes):
+        for path, rel in candidates:
+            if not rel.endswith(suffixes):
                 continue  # most files of a project: data, docs, configs
-            rel = path.relative_to(given).as_posix()
             if any(part in SKIP_DIRS for part in rel.split("/")[:-1]) or (venvs and rel.startswith(venvs)):
                 continue
             if _excluded(rel, exclude):

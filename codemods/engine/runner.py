@@ -113,7 +113,7 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
             content_digest(data) if data is not None else known, display, [s.code for s in specs], plan.device_name,
             plan.facts if uses_facts else None, f"{format_version(plan.target.version)}\0{plan.era}\0{names}",
         )
-        outcome = cache.get(key)
+        outcome = cache.get(key, text=plan.mode == "write")
     fresh = outcome is None
     if fresh:
         if cached_only:
