@@ -105,3 +105,108 @@ def test_a_statement_moved_to_another_indentation_is_generated_there() -> None:
     changed = traverse(tree, Wrap())
     assert changed.body[1].body.body[0] is tree.body[1]
     assert codegen(changed) == changed.code == "a = 1\nif True:\n    b = 2\n"
+
+
+# -- seeded from the source ------------------------------------------------------------------------
+
+SEEDING_SHAPES = [
+    *SHAPES,
+    "x = 1\ry = 2\r",  # old Mac line ends: CPython counts them as lines too
+    "a = (1,\n     2)  # c\nb = '''x\ny'''; c = 3;\nd = 1 + \\\n    2\n",
+    "@a\n\n# between decorators\n@b(\n  1)\ndef f():\n    pass\n\n\n    # a footer, indented\n# a comment at the top level\nx = 1\n",
+    "if a:\n    if b:\n        c()\n        # footer of the inner if\n    # footer of the outer if\n# before else? no: a new statement follows\nelse:\n    d()\n",
+    "if a:\n    b()\n# a comment\nelif c:\n    d()\n    # elif's footer\nelse:\n    e()\n\n\n\n# file footer\n",
+    "for x in y:\n    pass\nelse:\n    z()\n    # for's else footer\nwhile a:\n    b()\n",
+    "try:\n    a()\nexcept A:\n    b()\nexcept B as e:\n    c()\n    # last handler's footer\nw = 1\n",
+    "def f():\n\n    '''doc'''\n\n\n    x = 1\n\n\n\n    y = 2\n",
+    "class A:\n  def f(self):\n  \tpass\n  x = 1\n",  # mixed indentation tokens per block
+    "match a:\n    case 1:\n        b()\n\nc = 2\n",
+    "try:\n    a()\nexcept* E:\n    b()\nd = 1\n",
+    "\n\n# header after blank lines\n\nimport os\n",
+    "x = 1\n\x0c\ny = 2\n",  # a form feed line
+]
+
+
+def _seeded(text: str) -> tuple[cst.Module, ModuleCode, bool]:
+    from codemods.engine.statement_map import StatementMap
+
+    tree = cst.parse_module(text)
+    codegen = ModuleCode()
+    return tree, codegen, codegen.seed(text, tree, StatementMap.of(text, tree))
+
+
+def _parses(text: str) -> bool:
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        return False  # TM000's inputs: Python 2-era syntax
+    return True
+
+
+def _seeding_texts() -> list[str]:
+    inputs = (path.read_text() for path in sorted(FIXTURES.glob("TM*/*.in.py")))
+    return [*SEEDING_SHAPES, *filter(_parses, inputs)]
+
+
+@pytest.mark.parametrize("text", _seeding_texts(), ids=range(len(_seeding_texts())))
+def test_seeded_statements_are_what_libcst_writes_for_them(text: str) -> None:
+    """Every statement cut from the source is what libcst generates for it at its indentation,
+    so a seeded ModuleCode writes every tree exactly as an unseeded one does."""
+    tree, codegen, seeded = _seeded(text)
+    if not seeded:  # only where there is nothing to cut, or libcst writes the text's end (or BOM) itself
+        assert not tree.body or not tree.has_trailing_newline or text.startswith("\ufeff"), text
+        return
+    fresh = ModuleCode()
+    fresh(tree)
+    for key in codegen._seeds:
+        node, code = codegen._parts[key]
+        assert fresh._generate(node, key[1]) == code, code
+    assert codegen(tree) == text
+    changed = traverse(tree, Rename())
+    assert codegen(changed) == changed.code
+    assert codegen.reproduces(tree, changed)
+
+
+def test_a_seeded_run_generates_no_statement_it_keeps(monkeypatch) -> None:
+    text = "import os\n\n\nclass A:\n    x = 1\n\n    def f(self):\n        return b\n\n\ndef g():\n    return 1\n"
+    tree, codegen, seeded = _seeded(text)
+    assert seeded
+    generated = _counting_statements(monkeypatch)
+    assert codegen(tree) == text
+    assert generated == []
+    changed = traverse(tree, Rename())
+    assert codegen(changed) == text.replace("return b", "return renamed")
+    assert generated == [changed.body[1].body.body[1].body.body[0]]  # the rewritten line, and nothing else
+    assert codegen.reproduces(tree, changed)
+    # the check of the replaced statements generates them (from their own parts), not the kept ones
+    assert generated[1:] == [tree.body[1].body.body[1].body.body[0]]
+
+
+def test_kept_statements_are_copied_and_replaced_ones_are_checked() -> None:
+    """What the output keeps comes from the source as it is; a statement the codemods replaced
+    must generate as its source lines, or `reproduces` says no (libcst would have changed more
+    than the rewrite)."""
+    text = "a = 1\nb = 2\nc = 3\n"
+    tree, codegen, _ = _seeded(text)
+    changed = traverse(tree, Rename())
+    kept, replaced = (id(tree.body[0]), ()), (id(tree.body[1]), ())
+    codegen._parts[kept] = (tree.body[0], "a  =  1\n")  # as if the source spelled it so
+    assert codegen(changed) == "a  =  1\nrenamed = 2\nc = 3\n"
+    assert codegen.reproduces(tree, changed)
+    codegen._parts[replaced] = (tree.body[1], "b  =  2\n")  # libcst would not write this line back
+    assert not codegen.reproduces(tree, changed)
+
+
+def test_cuts_that_do_not_meet_seed_nothing() -> None:
+    from codemods.engine.statement_map import StatementMap
+
+    text = "a = 1\n\n# c\nb = 2\n"
+    tree = cst.parse_module(text)
+    statement_map = StatementMap.of(text, tree)
+    node, first, last = statement_map.spans[id(tree.body[1])]
+    statement_map.spans[id(tree.body[1])] = (node, first + 1, last + 1)  # a layout one line off
+    codegen = ModuleCode()
+    assert not codegen.seed(text, tree, statement_map)
+    assert not codegen._seeds and codegen(tree) == text
+    other = "a = 1\nb = 2\n"  # a map of another text
+    assert not ModuleCode().seed(other, cst.parse_module(other), StatementMap.of(text, tree))

@@ -37,6 +37,9 @@ class Result:
     notes: tuple[str, ...] = ()
 
 
+_UNREPRODUCED = "libcst cannot reproduce this file byte-for-byte; not rewritten, to avoid spurious changes"
+
+
 def _compile_error(code: str, path: str) -> SyntaxError | None:
     return _compiled(code, path, keep_ast=False)[1]
 
@@ -225,6 +228,7 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
 
     statement_map = StatementMap.of(source, tree, scan if scan is not None else Scan.of(source, file.facts, file.path))
     codegen = ModuleCode()
+    seeded = codegen.seed(source, tree, statement_map)  # kept statements are copied from `source`
     try:
         new_tree, rewrites, findings, new_code = _run(tree, firing, file, statement_map, declined, codegen)
     except _CodemodFailed as exc:
@@ -237,13 +241,16 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
     if not rewrites:
         return Result(code=original, parsed=True, findings=found)
 
-    reproduced = codegen(tree) == source  # first: the output's unchanged statements reuse its pieces
+    # libcst must write what it rebuilt as the source has it, less the rewrites: each statement a
+    # codemod replaced must generate as its source lines (seeded), or the whole input as the source.
+    reproduced = None if seeded else codegen(tree) == source  # first: the output reuses its pieces
     code = (codegen(new_tree) if new_code is None else new_code) if rewrites.keys() - repairs.keys() else source
     if code == original:
         return Result(code=original, parsed=True, findings=found)
+    if reproduced is None:
+        reproduced = codegen.reproduces(tree, new_tree)
     if not reproduced:
-        reason = "libcst cannot reproduce this file byte-for-byte; not rewritten, to avoid spurious changes"
-        return Result(code=original, parsed=True, findings=found, problem=Problem(file.path, 0, reason))
+        return Result(code=original, parsed=True, findings=found, problem=Problem(file.path, 0, _UNREPRODUCED))
 
     # The output guard: never hand back code that CPython does not parse and compile. (libcst
     # re-reading its own output, once part of the guard, cost as much as parsing the inputs of
@@ -264,6 +271,9 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
 
     replay = name_guard.Replay(tree, firing, file, statement_map, declined, _run, _compile_error)
     guarded = name_guard.guard(source, code, rewrites, replay, output)
+    if guarded is not None and guarded.code != source and seeded and ModuleCode()(tree) != source:
+        # the guard's replays write whole trees (`tree.code`): they need the whole round trip
+        return Result(code=original, parsed=True, findings=found, problem=Problem(file.path, 0, _UNREPRODUCED))
     if guarded is not None:
         code, found = guarded.code, (*repaired, *guarded.findings)
         rewrites = {**repairs, **guarded.rewrites}
