@@ -162,7 +162,8 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
     problems = [Problem(str(p), 0, f"cannot read: {why}") for p, why in found.unreadable]
     cache_dir = cache.default_dir(paths, config.source) if options.cache else None
     digests: dict[str, bytes] = {}
-    facts = _facts(found.files, specs, cache_dir, options.jobs, digests)
+    # no file to migrate: no facts to gather, no era to find (nor their imports, nor the cache)
+    facts = _facts(found.files, specs, cache_dir, options.jobs, digests) if found.files else RepoFacts()
     plan = Plan(
         specs=specs,
         mode=options.mode,
@@ -173,7 +174,7 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
         root=str(config.source.parent.resolve()) if config.source else None,
         cache_dir=str(cache_dir) if cache_dir is not None else None,
         target=target_for(options, config, paths),
-        era=_era(paths, config, facts) if any("era" in s.facts for s in specs) else None,
+        era=_era(paths, config, facts) if found.files and any("era" in s.facts for s in specs) else None,
         digests=digests,
     )
     return plan, config, found.files, problems
