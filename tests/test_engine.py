@@ -202,12 +202,33 @@ def test_noqa_keeps_the_line_and_silences_findings() -> None:
     assert result.findings == ()
 
 
-def test_file_libcst_cannot_round_trip_is_reported_not_rewritten(monkeypatch) -> None:
-    # a tree whose code is not the text it was parsed from: one statement comes out differently
+def _misparsed(monkeypatch, spelled: str, as_: str) -> None:
+    """libcst's tree of every text is the tree of the text with `spelled` written `as_`: a
+    tree whose code is not the text it was parsed from."""
     real = pipeline._parse
-    monkeypatch.setattr(pipeline, "_parse", lambda text, path: real(text.replace("import torch", "import  torch"), path))
+    monkeypatch.setattr(pipeline, "_parse", lambda text, path: real(text.replace(spelled, as_), path))
+
+
+def test_a_rewritten_statement_libcst_cannot_round_trip_is_reported_not_rewritten(monkeypatch) -> None:
+    _misparsed(monkeypatch, "nn.MSELoss(", "nn.MSELoss( ")
     result = transform_source(LEGACY, [registry.get("TM001")])
     assert result.code == LEGACY
+    assert "byte-for-byte" in result.problem.reason
+
+
+def test_a_kept_statement_libcst_cannot_round_trip_is_copied_from_the_source(monkeypatch) -> None:
+    # the output keeps the statement: its text is the source's, whatever libcst would write
+    _misparsed(monkeypatch, "import torch", "import  torch")
+    result = transform_source(LEGACY, [registry.get("TM001")])
+    assert result.problem is None
+    assert result.code == MIGRATED
+
+
+def test_without_a_trailing_newline_the_whole_file_must_round_trip(monkeypatch) -> None:
+    # nothing is cut from such a text (libcst writes its end itself): the whole input is checked
+    _misparsed(monkeypatch, "import torch", "import  torch")
+    result = transform_source(LEGACY.rstrip("\n"), [registry.get("TM001")])
+    assert result.code == LEGACY.rstrip("\n")
     assert "byte-for-byte" in result.problem.reason
 
 
