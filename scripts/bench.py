@@ -7,7 +7,8 @@
 
 Measured, each as its own process, in one run, interleaved by repetition:
   1. `torch-migrate run --diff` (all default codemods), cold cache, --jobs 1 and --jobs N;
-  2. the same with a warm cache (--jobs N);
+  2. the same with a warm cache (--jobs N), as this environment runs Python (from source, see 7)
+     and with our modules' bytecode (as an installed package has it);
   3. the floor: libcst parsing of the same files alone (no metadata, no codemods), 1 and N processes;
   4. TorchFix 0.7.0 (check only), installed by this script into its own venv (a peer, never a
      dependency of torch-migrate), --jobs N;
@@ -282,10 +283,13 @@ def side_by_side(
         return {**env, "TORCH_MIGRATE_CACHE_DIR": str(cache)}
 
     floor = [sys.executable, str(Path(__file__).resolve()), "--_parse-floor", str(list_file)]
+    bytecode = {"PYTHONDONTWRITEBYTECODE": None, "PYTHONPYCACHEPREFIX": str(scratch / "pycache")}
     commands: dict[str, tuple[list[str], dict | None, bool]] = {
         "torch-migrate cold -j1": (tm(1), None, True),
         f"torch-migrate cold -j{n}": (tm(n), None, True),
         f"torch-migrate warm -j{n}": (tm(n), None, False),
+        # as an installed package runs: its modules' bytecode written once (by the warm-up below)
+        f"torch-migrate warm -j{n} bytecode": (tm(n), bytecode, False),
         "libcst parse floor -j1": ([*floor, "1"], env, False),
         f"libcst parse floor -j{n}": ([*floor, str(n)], env, False),
     }
@@ -302,6 +306,7 @@ def side_by_side(
 
     warm_cache = scratch / f"warm-cache-{label}"
     measure(tm(n), tm_env(warm_cache))  # fill the warm cache once
+    measure(tm(n), _with(tm_env(warm_cache), bytecode))  # and write our modules' bytecode
     results: dict[str, list[dict]] = {name: [] for name in commands}
     peer_repeat = repeat if peer_repeat is None else peer_repeat
     for rep in range(repeat):
@@ -310,7 +315,7 @@ def side_by_side(
                 continue
             if name.startswith(("torch-migrate", "baseline")):
                 cache = scratch / f"cold-{label}-{rep}-{len(results[name])}" if cold else warm_cache
-                command_env = {**tm_env(cache), **(command_env or {})}
+                command_env = _with(tm_env(cache), command_env or {})
             results[name].append(measure(command, command_env))
             last = results[name][-1]
             print(f"  rep {rep + 1}: {name:<28} {last['wall']:8.2f} s {last['rss_mb']:8.0f} MB", flush=True)
@@ -332,6 +337,12 @@ def side_by_side(
         )
 
     return summary, peer_repeat
+
+
+def _with(env: dict, changes: dict) -> dict:
+    """`env` with `changes` made (None: the variable removed)."""
+    merged = {**env, **changes}
+    return {key: value for key, value in merged.items() if value is not None}
 
 
 def dense_set(dirs: dict[str, Path], into: Path) -> Path:
@@ -461,6 +472,9 @@ def main(argv: list[str] | None = None) -> int:
         f"cold -j{n} / parse floor -j{n} (target <= 1.0)": ratio(summary, f"torch-migrate cold -j{n}", f"libcst parse floor -j{n}"),
         f"TorchFix -j{n} / cold -j{n} (target >= 15)": ratio(summary, f"TorchFix 0.7.0 check -j{n}", f"torch-migrate cold -j{n}"),
         f"cold -j{n} / warm -j{n} (target >= 40)": ratio(summary, f"torch-migrate cold -j{n}", f"torch-migrate warm -j{n}"),
+        f"cold -j{n} / warm -j{n} with bytecode (target >= 40)": ratio(
+            summary, f"torch-migrate cold -j{n}", f"torch-migrate warm -j{n} bytecode"
+        ),
         f"cold -j{n} / ruff": ratio(summary, f"torch-migrate cold -j{n}", "ruff check --select ALL"),
     }
     if args.baseline is not None:
@@ -474,6 +488,9 @@ def main(argv: list[str] | None = None) -> int:
             "dense: cold -j1 / parse floor -j1 (target <= 2.0)": ratio(dense_summary, "torch-migrate cold -j1", "libcst parse floor -j1"),
             f"dense: cold -j{n} / parse floor -j{n} (target <= 2.0)": ratio(dense_summary, f"torch-migrate cold -j{n}", f"libcst parse floor -j{n}"),
             f"dense: cold -j{n} / warm -j{n} (target >= 40)": ratio(dense_summary, f"torch-migrate cold -j{n}", f"torch-migrate warm -j{n}"),
+            f"dense: cold -j{n} / warm -j{n} with bytecode (target >= 40)": ratio(
+                dense_summary, f"torch-migrate cold -j{n}", f"torch-migrate warm -j{n} bytecode"
+            ),
         })  # fmt: skip
     print()
     for name, value in ratios.items():
