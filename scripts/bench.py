@@ -19,7 +19,8 @@ lines per second; then the ratios torch-migrate/floor, TorchFix/torch-migrate an
 Beside the corpus (issue 18; `--no-corpus` measures only these):
   6. start-up: `list`, `explain TM104`, `run --check` of one clean file and of an empty folder
      (warm cache, as pre-commit meets them), the bare interpreter (`python -c pass`) and ruff on
-     the clean file; each a fresh process, `--startup-repeat` times, interleaved; medians;
+     the clean file; each a fresh process, `--startup-repeat` times, interleaved; medians; ours
+     both from source and with our modules' bytecode (see 7);
   7. small repositories (`--small`, default: a few corpus projects of 2,700-7,800 lines, and
      fixtures/projects/): `run --diff` cold against the libcst parse floor of the same files,
      both --jobs 1, side by side; the ratio of their medians per project (target < 1.5), in wall
@@ -167,12 +168,13 @@ def _medians(commands: dict[str, tuple[list[str], dict | None]], repeat: int, la
     out = {}
     for name, runs in walls.items():
         out[name] = {"median_s": statistics.median(runs), "min_s": min(runs), "max_s": max(runs), "runs": runs}
-        print(f"  {label} {name:<52} {out[name]['median_s'] * 1000:7.0f} ms  ({min(runs) * 1000:.0f}-{max(runs) * 1000:.0f})")
+        print(f"  {label} {name:<62} {out[name]['median_s'] * 1000:7.0f} ms  ({min(runs) * 1000:.0f}-{max(runs) * 1000:.0f})")
     return out
 
 
 def startup(scratch: Path, env: dict, repeat: int, ruff: Path | None) -> dict[str, dict]:
-    """Fresh-process wall time of the commands that parse nothing (pre-commit pays it per commit)."""
+    """Fresh-process wall time of the commands that parse nothing (pre-commit pays it per commit),
+    from source as this environment runs them, and with our modules' bytecode (as installed)."""
     home = scratch / "startup"
     (home / "empty").mkdir(parents=True)
     clean = home / "clean.py"
@@ -186,6 +188,11 @@ def startup(scratch: Path, env: dict, repeat: int, ruff: Path | None) -> dict[st
         "torch-migrate run --check <one clean file>": ([*tm, "run", "--check", str(clean)], run_env),
         "torch-migrate run --check <an empty folder>": ([*tm, "run", "--check", str(home / "empty")], run_env),
     }
+    # the same with our modules' bytecode, as an installed package has it (written by one run first)
+    bytecode = {"PYTHONDONTWRITEBYTECODE": None, "PYTHONPYCACHEPREFIX": str(home / "pycache")}
+    for name, (command, command_env) in list(commands.items())[1:]:
+        commands[f"{name}, bytecode"] = (command, _with(command_env, bytecode))
+        measure(command, _with(command_env, bytecode))
     if ruff is not None:
         commands["ruff check <one clean file>"] = ([str(ruff), "check", "--quiet", "--exit-zero", "--isolated", str(clean)], env)
     measure(commands["torch-migrate run --check <one clean file>"][0], run_env)  # the warm cache pre-commit has
@@ -363,9 +370,9 @@ def dense_set(dirs: dict[str, Path], into: Path) -> Path:
 
 
 def report_issue18(startup_times: dict, small: dict) -> None:
-    print(f"\n{'start-up, fresh process':<52} {'median ms':>10} {'min-max ms':>13}")
+    print(f"\n{'start-up, fresh process':<62} {'median ms':>10} {'min-max ms':>13}")
     for name, row in startup_times.items():
-        print(f"{name:<52} {row['median_s'] * 1000:>10.0f} {row['min_s'] * 1000:>6.0f}-{row['max_s'] * 1000:<6.0f}")
+        print(f"{name:<62} {row['median_s'] * 1000:>10.0f} {row['min_s'] * 1000:>6.0f}-{row['max_s'] * 1000:<6.0f}")
     print("\nsmall repository: run --diff cold -j1 / libcst parse floor -j1, medians (target < 1.5)")
     based = any("base_ratio" in row["source_wall"] for row in small.values())
     cell = f"{'run s':>7} {'floor s':>8} {'ratio':>6} {'cpu':>6}" + (f" {'base':>6} {'cpu':>6}" if based else "")

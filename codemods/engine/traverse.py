@@ -34,7 +34,7 @@ from libcst import CSTNode, CSTVisitor, FlattenSentinel, MaybeSentinel, RemovalS
 def _token_types() -> frozenset[type]:
     """libcst's token nodes: whitespace, comments, brackets, punctuation and operators. Their
     children are tokens again, and none of them is a site of any codemod."""
-    operators = (cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp)
+    operators = {cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp}
     named = (
         cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.EmptyLine,
         cst.Comment, cst.Newline, cst.LeftParen, cst.RightParen, cst.LeftSquareBracket,
@@ -42,8 +42,10 @@ def _token_types() -> frozenset[type]:
         cst.Colon, cst.Semicolon, cst.AssignEqual, cst.ImportStar, cst.Asynchronous,
     )  # fmt: skip
     found = set(named)
+    # Read from each class's MRO: `issubclass` on libcst's abstract bases runs the ABC machinery
+    # for every pair (10 ms of each start that walks a tree), and these are plain subclasses.
     for value in vars(cst).values():
-        if isinstance(value, type) and issubclass(value, operators) and value not in operators:
+        if isinstance(value, type) and value not in operators and not operators.isdisjoint(value.__mro__):
             found.add(value)
     return frozenset(found)
 
