@@ -107,6 +107,7 @@ class _Modules:
         self._open: set[str] = set()
         self._previous: dict[str, dict[str, str | None]] = {}  # the last round's, for cycles
         self._found: dict[tuple[int, str, str], str | None] = {}  # find's answers, by folder
+        self._folders = {path: os.path.dirname(path) for path in tops}  # every importer is a module here
 
     def settle(self, paths: Iterable[str]) -> None:
         """Compute every module's exports; modules in an import cycle see each other's names
@@ -123,11 +124,12 @@ class _Modules:
     def find(self, level: int, module: str, importer: str) -> str | None:
         """The repository file `from <level dots><module> import ...` in `importer` names, if any:
         relative to its package, else the nearest folder above it that holds the module."""
-        folder = os.path.dirname(importer)
-        key = (level, module, folder)  # every file of a folder asks the same (`import torch`)
-        if key not in self._found:
-            self._found[key] = self._find(level, module, folder)
-        return self._found[key]
+        key = (level, module, self._folders[importer])  # every file of a folder asks the same (`import torch`)
+        try:
+            return self._found[key]
+        except KeyError:
+            found = self._found[key] = self._find(*key)
+            return found
 
     def _find(self, level: int, module: str, folder: str) -> str | None:
         parts = [p for p in module.split(".") if p]
@@ -137,15 +139,20 @@ class _Modules:
             for _ in range(level - 1):
                 folder = os.path.dirname(folder)
             return self._file(folder, parts)
-        while True:
-            found = self._file(folder, parts)
-            if found is not None or os.path.dirname(folder) == folder:
-                return found
-            folder = os.path.dirname(folder)
+        # the nearest folder up from here that holds it: what a parent folder answers, its
+        # subfolders (asked for the same module) share
+        found = self._file(folder, parts)
+        parent = os.path.dirname(folder)
+        if found is not None or parent == folder:
+            return found
+        key = (0, module, parent)
+        if key not in self._found:
+            self._found[key] = self._find(0, module, parent)
+        return self._found[key]
 
     def _file(self, folder: str, parts: list[str]) -> str | None:
-        base = os.path.join(folder, *parts)
-        for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+        base = folder.rstrip(os.sep) + os.sep + os.sep.join(parts) if parts else folder
+        for candidate in (base + ".py", base.rstrip(os.sep) + os.sep + "__init__.py"):
             if candidate in self.tops:
                 return candidate
         return None
