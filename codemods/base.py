@@ -35,7 +35,7 @@ from codemods.engine.walk import CodemodContext, Walk
 from codemods.helpers import target_gate
 from codemods.helpers.context import FileContext
 from codemods.helpers.import_edits import ImportItem
-from codemods.helpers.noqa import is_suppressed
+from codemods.helpers.noqa import is_suppressed, silences
 from codemods.helpers.patterns import Words
 from codemods.helpers.scan import Scan, names_taken
 from codemods.engine.statement_map import Pruner, prune_visit
@@ -144,10 +144,11 @@ class MigrationCodemod(Walk):
 
     def suppressed(self, node: cst.CSTNode, code: str | None = None) -> bool:
         """Whether a `# noqa` on `node`'s lines silences this codemod (or `code`)."""
-        if not self.file.noqa:
+        code = code or self.CODE
+        if not silences(self.file.noqa, code):
             return False
         first, last, _ = self.lines(node)
-        return is_suppressed(self.file.noqa, first, last, code or self.CODE)
+        return is_suppressed(self.file.noqa, first, last, code)
 
     # -- what names mean ---------------------------------------------------------------------
 

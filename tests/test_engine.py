@@ -202,6 +202,25 @@ def test_noqa_keeps_the_line_and_silences_findings() -> None:
     assert result.findings == ()
 
 
+def test_noqa_for_other_tools_rewrites_without_looking_up_lines(monkeypatch) -> None:
+    # `# noqa: F401, E501` (most noqa comments of real code) cannot silence a TM code: the node's
+    # lines are not looked up for it, and the rewrite happens
+    from codemods.base import MigrationCodemod
+
+    looked_up = []
+    real = MigrationCodemod.lines
+    monkeypatch.setattr(MigrationCodemod, "lines", lambda self, node: looked_up.append(node) or real(self, node))
+    source = "import torch.nn as nn\nimport os  # noqa: F401, E501\na = nn.MSELoss(size_average=False)\n"
+    result = transform_source(source, [registry.get("TM001")])
+    assert result.code.splitlines()[2] == 'a = nn.MSELoss(reduction="sum")'
+    assert looked_up == []
+    # a code list with TM001, a `*`, or a bare noqa elsewhere in the file: lines are looked up
+    for comment in ("# noqa: F401,TM001", "# noqa: *", "# noqa"):
+        looked_up.clear()
+        result = transform_source(source.replace("# noqa: F401, E501", comment), [registry.get("TM001")])
+        assert result.code.splitlines()[2] == 'a = nn.MSELoss(reduction="sum")' and looked_up
+
+
 def _misparsed(monkeypatch, spelled: str, as_: str) -> None:
     """libcst's tree of every text is the tree of the text with `spelled` written `as_`: a
     tree whose code is not the text it was parsed from."""

@@ -23,6 +23,12 @@ def noqa_lines(text: str) -> dict[int, frozenset[str]]:
     return found
 
 
+def silences(noqa: dict[int, frozenset[str]], code: str) -> bool:
+    """True when some line's noqa covers `code`: most files' noqa comments name other tools'
+    codes (`# noqa: F401`), and then no node's lines need to be found to know it is not silenced."""
+    return any(codes is ALL or code in codes or "*" in codes for codes in noqa.values())
+
+
 def is_suppressed(noqa: dict[int, frozenset[str]], first: int, last: int, code: str) -> bool:
     """True when a line in `first..last` carries a noqa that covers `code`."""
     if not noqa:
