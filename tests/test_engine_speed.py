@@ -214,6 +214,44 @@ def test_positions_are_computed_only_when_needed(monkeypatch) -> None:
     assert code == "x = old(1)  # noqa: TM999\nz = new(2)\n" and codemod.rewrites == 1
 
 
+class _Survey(MigrationCodemod):
+    """Reports every `maybe(...)` from visit_Module, after a survey walk of its own: nodes
+    outside the walk's path when reported."""
+
+    CODE = "TM993"
+
+    def visit_Module(self, node: cst.Module) -> bool:
+        found = []
+
+        class _Calls(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                if m.matches(call.func, m.Name("maybe")):
+                    found.append(call)
+
+        node.visit(_Calls())
+        for call in found:
+            self.finding(call, "cannot decide")
+        return False
+
+
+def test_a_survey_finding_is_placed_by_its_statement_not_the_whole_module(monkeypatch) -> None:
+    from codemods.engine.statement_map import StatementMap
+
+    source = "import x\n\nclass A:\n    def f(self):\n        if x:\n            pass\n        elif y:\n            return (1 +\n                maybe(3))\n\nz = [maybe(4)]\n"
+    computed = []
+    real = walk.MetadataWrapper.resolve
+    monkeypatch.setattr(walk.MetadataWrapper, "resolve", lambda self, p: computed.append(len(self.module.body)) or real(self, p))
+    tree = cst.parse_module(source)
+    codemod = _Survey(CodemodContext(), FileContext())
+    codemod._prepare(StatementMap.of(source, tree), None)
+    codemod.transform_module(tree)
+    assert computed == [1, 1]  # each finding: one statement laid out (in its stand-in blocks)
+    placed = [(f.line, f.column) for f in codemod.findings]
+    unmapped, _ = _apply(_Survey, source)  # without a statement map: libcst's layout of the module
+    assert computed == [1, 1, 3]
+    assert placed == [(f.line, f.column) for f in unmapped.findings] == [(9, 16), (11, 5)]
+
+
 def test_dispatch_cache_is_per_class() -> None:
     class Other(MigrationCodemod):
         CODE = "TM997"

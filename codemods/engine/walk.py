@@ -120,6 +120,8 @@ class Walk(cst.CSTTransformer):
         self._open_blocks: list[cst.IndentedBlock] = []
         self._where: dict[int, tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]]] = {}  # see _note_statement
         self._default_indent = "    "
+        self._tree: cst.Module | None = None  # the tree walked, for _locate
+        self._located: dict[int, tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]]] | None = None
         # node type -> this codemod class's visit_/leave_ function or None: the walk's dispatch
         self._visits = _VISITS.setdefault(type(self), {})
         self._leaves = _LEAVES.setdefault(type(self), {})
@@ -149,7 +151,11 @@ class Walk(cst.CSTTransformer):
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.imports = Imports.of(tree, self.file)  # with the names star imports and re-exports give it
         self._default_indent = tree.default_indent
-        return traverse(tree, self)
+        self._tree = tree
+        try:
+            return traverse(tree, self)
+        finally:
+            self._tree = self._located = None
 
     def available(self, symbol: str | None) -> bool:  # defined by MigrationCodemod
         raise NotImplementedError
@@ -242,6 +248,17 @@ class Walk(cst.CSTTransformer):
         elif self._open_statements and self._open_statements[-1][0] is node:
             self._open_statements.pop()
 
+    def _locate(self, node: cst.CSTNode) -> tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]] | None:
+        """The statement that holds `node` and the blocks around it, for a node reported from
+        outside the walk's path (a survey's finding, reported in visit_Module after it): found
+        by one walk of the tree that notes every node's, made on the first such report. A
+        statement's layout then gives the position, not libcst's layout of the whole module."""
+        if self._tree is None:
+            return None
+        if self._located is None:
+            self._located = _Locator(self._statement_map).of(self._tree)
+        return self._located.get(id(node))
+
     def _walk_part(self, node: cst.CSTNode, visitor: cst.CSTVisitor, patterns: Sequence[Words], whole: Sequence[cst.CSTNode]) -> None:
         """`node.visit(visitor)` over the statements on lines of `patterns` and inside `whole`
         (every statement without patterns, or without a statement map), keeping the path."""
@@ -282,9 +299,42 @@ class Walk(cst.CSTTransformer):
                 where = self._where.get(id(node))
             if where is not None:
                 found = self._statement_map.position(where[0], where[1], self._default_indent, node)
+            if found is None and (where := self._locate(node)) is not None:
+                found = self._statement_map.position(where[0], where[1], self._default_indent, node)
         if found is not None:
             return found
         pos = self.get_metadata(PositionProvider, node, None)
         if pos is None:
             return (0, 0, 0)
         return (pos.start.line, pos.end.line, pos.start.column)
+
+
+class _Locator(cst.CSTVisitor):
+    """Every node's innermost statement of the statement map, with the indented blocks around
+    that statement (the path Walk._enter keeps, for all nodes at once)."""
+
+    def __init__(self, statement_map: StatementMap) -> None:
+        super().__init__()
+        self._spans, self._elifs = statement_map.spans, statement_map.elifs
+        self._statements: list[tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]]] = []
+        self._blocks: list[cst.IndentedBlock] = []
+        self._found: dict[int, tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]]] = {}
+
+    def of(self, tree: cst.Module) -> dict[int, tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]]]:
+        traverse(tree, self)
+        return self._found
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.IndentedBlock):
+            self._blocks.append(node)
+        elif id(node) in self._spans and id(node) not in self._elifs:
+            self._statements.append((node, tuple(self._blocks)))  # the blocks open around it
+        if self._statements:
+            self._found[id(node)] = self._statements[-1]
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if self._blocks and self._blocks[-1] is original_node:
+            self._blocks.pop()
+        elif self._statements and self._statements[-1][0] is original_node:
+            self._statements.pop()
