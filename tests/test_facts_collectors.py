@@ -147,6 +147,26 @@ def test_the_engine_and_collect_facts_agree_with_and_without_the_cache(tmp_path:
     assert _engine_facts(root, tmp_path / "cache") == expected  # warm: the whole facts' entry
 
 
+def test_a_pooled_facts_pass_runs_in_a_child_and_agrees(tmp_path: Path, monkeypatch) -> None:
+    # past the pool threshold the parts and their merge are made in a forked child (this process
+    # stays small for the pipeline's workers): same facts, cold and warm, and its cache entries
+    # are this process's to read
+    root = _repo(tmp_path / "repo")
+    monkeypatch.setattr(api, "_FACTS_POOL_THRESHOLD", 2)
+    children = []
+    real = api.apart
+    monkeypatch.setattr(api, "apart", lambda *args: children.append(args[0]) or real(*args))
+    expected = collect_facts(_sources(root))
+    files, specs = sorted(root.glob("*.py")), registry.select()
+    assert api._facts(files, specs, None, jobs=2) == expected
+    assert api._facts(files, specs, tmp_path / "cache", jobs=2) == expected  # cold: the child writes the entries
+    assert len(children) == 2
+    read = []
+    monkeypatch.setattr(api, "file_parts", lambda path, *a: read.append(path))
+    assert api._facts(files, specs, tmp_path / "cache", jobs=2) == expected  # warm: read here, no child
+    assert len(children) == 2 and read == []
+
+
 def test_after_an_edit_only_the_edited_file_is_read_again(tmp_path: Path, monkeypatch) -> None:
     root = _repo(tmp_path / "repo")
     cache_dir = tmp_path / "cache"

@@ -378,8 +378,57 @@ def in_processes(function: Callable[[T], R], items: Sequence[T], jobs: int | Non
     from concurrent.futures import ProcessPoolExecutor
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
+    # Ctrl-C reaches the workers too: the process that waits on them stops the run (a worker
+    # interrupted mid-item would print its traceback), and they end with their item
+    context = multiprocessing.get_context(method)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=ignore_sigint) as pool:
         yield from pool.map(function, items)
+
+
+def apart(function: Callable[..., R], *args) -> R:
+    """`function(*args)` computed in a forked child process and its result sent back pickled;
+    in this process where there is no fork, or the child dies or cannot send its result.
+
+    For a phase that allocates much more than it returns (the facts pass of a large repository:
+    every file's parts, then their merge), run before a pool is forked from this process: each
+    worker's memory counts every page this process holds, and the phase's garbage would stay
+    here (the allocator keeps the arenas its few survivors sit in)."""
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods() or multiprocessing.current_process().daemon:
+        return function(*args)  # a pool's worker (batch) may have no children
+    context = multiprocessing.get_context("fork")
+    reader, writer = context.Pipe(duplex=False)
+    child = context.Process(target=_send_result, args=(writer, function, args))
+    try:
+        child.start()
+    except OSError:  # no process to be had (a limit on processes, memory)
+        reader.close()
+        writer.close()
+        return function(*args)
+    writer.close()
+    try:
+        kind, value = reader.recv()
+    except (EOFError, OSError):
+        kind, value = "failed", None  # it died before it could answer
+    finally:
+        reader.close()
+        child.join(timeout=5)
+        if child.is_alive():
+            child.terminate()
+            child.join()
+    return value if kind == "ok" else function(*args)
+
+
+def _send_result(writer, function: Callable, args: tuple) -> None:
+    try:
+        writer.send(("ok", function(*args)))
+    except KeyboardInterrupt:  # the main process stops the run itself
+        pass
+    except Exception as exc:  # this process takes it up again: a bug shows there, with its traceback
+        writer.send(("failed", repr(exc)))
+    finally:
+        writer.close()
 
 
 def _isolated(job: tuple[Path, str, Plan], method: str) -> FileResult:
