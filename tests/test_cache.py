@@ -42,6 +42,11 @@ def _entries(root: Path) -> dict[str, str]:
     return cache_mod.Cache(root / cache_mod.DIRNAME).entries()
 
 
+def _get(database: Path, key: str) -> str:
+    with closing(sqlite3.connect(database)) as db:
+        return db.execute("SELECT value FROM entries WHERE key = ?", (key,)).fetchone()[0]
+
+
 def _set(database: Path, key: str, value: str) -> None:
     """Overwrite one entry's stored text, as a damaged or foreign writer might."""
     with closing(sqlite3.connect(database)) as db, db:
@@ -271,6 +276,16 @@ def test_facts_round_trip_and_corruption(tmp_path: Path) -> None:
     assert store.get_facts(key) is None
     store.put_facts(key, facts)
     assert store.get_facts(key) == facts
+    # the digest stored with them is the one made from the facts themselves: a file's entry made
+    # in a cold run (facts computed) is found by a warm one (facts read)
+    fresh = RepoFacts(module_classes=frozenset({"Head", "Net"}), dataparallel_files=frozenset({"a.py"}))
+    assert cache_mod._facts_digest(store.get_facts(key)) == cache_mod._sorted_digest(
+        {name: sorted(value) for name, value in cache_mod._values(fresh).items()}
+    )
+    record = json.loads(_get(store.database, key))
+    for damaged in ({**record, "digest": 3}, {**record, "facts": {**record["facts"], "module_classes": [1]}}):
+        _set(store.database, key, json.dumps(damaged))
+        assert store.get_facts(key) is None
     _set(store.database, key, "{")
     assert store.get_facts(key) is None
 

@@ -90,7 +90,8 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
             reason = f"larger than the {plan.max_bytes:,}-byte limit ({size:,} bytes); skipped"
             return FileResult(display, Status.ERROR, problem=Problem(display, 0, reason))
         known = plan.digests.get(str(path)) if cached_only and plan.mode != "write" else None
-        data = path.read_bytes() if known is None or path.suffix == ".ipynb" else None
+        notebook = path.suffix == ".ipynb"
+        data = path.read_bytes() if known is None or notebook else None
     except OSError as exc:
         return FileResult(display, Status.ERROR, problem=Problem(display, 0, f"cannot read: {exc.strerror or exc}"))
 
@@ -99,7 +100,7 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
     )
     if not specs:
         return FileResult(display, Status.SKIPPED)
-    if path.suffix == ".ipynb":
+    if notebook:
         return None if cached_only else _notebook(path, display, data, specs, plan)
 
     cache = _cache(plan.cache_dir)

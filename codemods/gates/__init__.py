@@ -157,7 +157,7 @@ class Spec:
 
         return tuple(sorted(((s, needed(s) or (1, 0)) for s in self.emits), key=lambda item: (item[1], item[0])))
 
-    @property
+    @cached_property  # asked for every file a run looks up
     def reads_repo(self) -> bool:
         """Whether it reads facts from other files of the repository (then its per-file cache
         entries depend on them)."""
