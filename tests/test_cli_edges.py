@@ -101,6 +101,49 @@ def test_ctrl_c_exits_130_and_lists_exactly_the_files_rewritten(tmp_path: Path, 
         assert path.read_text() in (originals[path], migrated[index % 3]), path  # never half-migrated
 
 
+def _session_processes(session: int) -> list[int]:
+    """The live processes of a session (Linux /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[3]) == session:
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads the process tree from Linux's /proc")
+def test_ctrl_c_in_the_facts_pass_stops_every_process_quietly(tmp_path: Path) -> None:
+    # a terminal's Ctrl-C reaches the whole process group: the main process, the child that
+    # gathers the facts of a large repository, and that child's pool; sent as soon as the first
+    # of them exists (the facts pass comes before any file's pipeline)
+    project = tmp_path / "proj"
+    project.mkdir()
+    for i in range(400):
+        (project / f"m{i:03d}.py").write_text(_legacy_module(i))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "codemods", "run", "proj", "--no-cache", "--diff", "-j", "2"]
+    proc = subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while len(_session_processes(proc.pid)) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.005)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted; nothing was written" in err, err
+    deadline = time.monotonic() + 30
+    while _session_processes(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)  # workers end with the item they are on
+    assert _session_processes(proc.pid) == []
+
+
 def test_output_into_a_missing_folder_is_a_clean_error_before_any_write(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text(LEGACY)
     report = tmp_path / "missing" / "report.txt"

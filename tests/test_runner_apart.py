@@ -62,3 +62,17 @@ def test_in_a_daemonic_process_which_may_have_no_children_it_runs_in_place() -> 
     worker, computed_in = queue.get(timeout=30)
     daemon.join()
     assert computed_in == worker
+
+
+def _sigint_ignored(_: int) -> bool:
+    import signal
+
+    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def test_pool_workers_leave_ctrl_c_to_the_process_that_waits_on_them() -> None:
+    # a terminal's Ctrl-C reaches every process of the group: a worker interrupted mid-item
+    # printed its traceback; the process that waits on the pool stops the run
+    from codemods.engine.runner import in_processes
+
+    assert list(in_processes(_sigint_ignored, [1, 2, 3, 4], jobs=2)) == [True] * 4
