@@ -189,7 +189,7 @@ def startup(scratch: Path, env: dict, repeat: int, ruff: Path | None) -> dict[st
         "torch-migrate run --check <an empty folder>": ([*tm, "run", "--check", str(home / "empty")], run_env),
     }
     # the same with our modules' bytecode, as an installed package has it (written by one run first)
-    bytecode = {"PYTHONDONTWRITEBYTECODE": None, "PYTHONPYCACHEPREFIX": str(home / "pycache")}
+    bytecode = _bytecode(home / "pycache")
     for name, (command, command_env) in list(commands.items())[1:]:
         commands[f"{name}, bytecode"] = (command, _with(command_env, bytecode))
         measure(command, _with(command_env, bytecode))
@@ -211,8 +211,7 @@ def small_repositories(
     first, as an installed package has). Wall and CPU seconds (user + system), medians. With
     `baseline` (another checkout), its `run --diff` too, interleaved with these ("base")."""
     source_env = dict(env)
-    bytecode_env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    bytecode_env["PYTHONPYCACHEPREFIX"] = str(scratch / "pycache")
+    bytecode_env = _with(env, _bytecode(scratch / "pycache"))
     modes = {"source": source_env, "bytecode": bytecode_env}
     floor_script = str(Path(__file__).resolve())
     out = {}
@@ -290,7 +289,7 @@ def side_by_side(
         return {**env, "TORCH_MIGRATE_CACHE_DIR": str(cache)}
 
     floor = [sys.executable, str(Path(__file__).resolve()), "--_parse-floor", str(list_file)]
-    bytecode = {"PYTHONDONTWRITEBYTECODE": None, "PYTHONPYCACHEPREFIX": str(scratch / "pycache")}
+    bytecode = _bytecode(scratch / "pycache")
     commands: dict[str, tuple[list[str], dict | None, bool]] = {
         "torch-migrate cold -j1": (tm(1), None, True),
         f"torch-migrate cold -j{n}": (tm(n), None, True),
@@ -350,6 +349,12 @@ def _with(env: dict, changes: dict) -> dict:
     """`env` with `changes` made (None: the variable removed)."""
     merged = {**env, **changes}
     return {key: value for key, value in merged.items() if value is not None}
+
+
+def _bytecode(pycache: Path) -> dict:
+    """The environment changes that run Python with every module's bytecode, as an installed
+    package has it (written under `pycache` by a first run), whatever PYTHONDONTWRITEBYTECODE says."""
+    return {"PYTHONDONTWRITEBYTECODE": None, "PYTHONPYCACHEPREFIX": str(pycache)}
 
 
 def dense_set(dirs: dict[str, Path], into: Path) -> Path:

@@ -94,7 +94,34 @@ class _LazyMetadata(Mapping):
         return len(self._mapping())
 
 
-class Walk(cst.CSTTransformer):
+class _StatementPath:
+    """The statements of the statement map a walk is in, each with how many of the open indented
+    blocks enclose it: kept by `_enter`/`_leave` at every node (a codemod's walk, and _Locator's
+    walk of a whole tree), read as `_where_now()` for StatementMap.position."""
+
+    _statement_map: StatementMap | None
+    _open_statements: list[tuple[cst.CSTNode, int]]
+    _open_blocks: list[cst.IndentedBlock]
+
+    def _enter(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.IndentedBlock):
+            self._open_blocks.append(node)
+        elif id(node) in self._statement_map.spans and id(node) not in self._statement_map.elifs:
+            self._open_statements.append((node, len(self._open_blocks)))
+
+    def _leave(self, node: cst.CSTNode) -> None:
+        if self._open_blocks and self._open_blocks[-1] is node:
+            self._open_blocks.pop()
+        elif self._open_statements and self._open_statements[-1][0] is node:
+            self._open_statements.pop()
+
+    def _where_now(self) -> tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]]:
+        """The innermost open statement and the blocks around it (some statement is open)."""
+        statement, depth = self._open_statements[-1]
+        return statement, tuple(self._open_blocks[:depth])
+
+
+class Walk(_StatementPath, cst.CSTTransformer):
     """The engine's half of a codemod. Codemods derive from `codemods.base.MigrationCodemod`
     and use only what that class documents; the names here that start with `_` are the engine's."""
 
@@ -236,18 +263,6 @@ class Walk(cst.CSTTransformer):
 
     # -- the path, for positions -------------------------------------------------------------
 
-    def _enter(self, node: cst.CSTNode) -> None:
-        if isinstance(node, cst.IndentedBlock):
-            self._open_blocks.append(node)
-        elif id(node) in self._statement_map.spans and id(node) not in self._statement_map.elifs:
-            self._open_statements.append((node, len(self._open_blocks)))
-
-    def _leave(self, node: cst.CSTNode) -> None:
-        if self._open_blocks and self._open_blocks[-1] is node:
-            self._open_blocks.pop()
-        elif self._open_statements and self._open_statements[-1][0] is node:
-            self._open_statements.pop()
-
     def _locate(self, node: cst.CSTNode) -> tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]] | None:
         """The statement that holds `node` and the blocks around it, for a node reported from
         outside the walk's path (a survey's finding, reported in visit_Module after it): found
@@ -276,8 +291,7 @@ class Walk(cst.CSTTransformer):
 
     def _note_statement(self, node: cst.CSTNode) -> None:
         if self._statement_map is not None and self._open_statements:
-            statement, depth = self._open_statements[-1]
-            self._where[id(node)] = (statement, tuple(self._open_blocks[:depth]))
+            self._where[id(node)] = self._where_now()
 
     def _first_line(self, node: cst.CSTNode) -> int:
         if self._statement_map is not None and self._open_statements:
@@ -293,8 +307,7 @@ class Walk(cst.CSTTransformer):
         found = None
         if self._statement_map is not None:
             if self._open_statements:
-                statement, depth = self._open_statements[-1]
-                where = (statement, self._open_blocks[:depth])
+                where = self._where_now()
             else:
                 where = self._where.get(id(node))
             if where is not None:
@@ -309,32 +322,28 @@ class Walk(cst.CSTTransformer):
         return (pos.start.line, pos.end.line, pos.start.column)
 
 
-class _Locator(cst.CSTVisitor):
+class _Locator(_StatementPath, cst.CSTVisitor):
     """Every node's innermost statement of the statement map, with the indented blocks around
-    that statement (the path Walk._enter keeps, for all nodes at once)."""
+    that statement: the path a codemod's walk keeps, for all nodes at once."""
 
     def __init__(self, statement_map: StatementMap) -> None:
         super().__init__()
-        self._spans, self._elifs = statement_map.spans, statement_map.elifs
-        self._statements: list[tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]]] = []
-        self._blocks: list[cst.IndentedBlock] = []
+        self._statement_map = statement_map
+        self._open_statements, self._open_blocks = [], []
         self._found: dict[int, tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]]] = {}
+        self._current: tuple = (None, None)  # (the innermost open statement's entry, its _where_now())
 
     def of(self, tree: cst.Module) -> dict[int, tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]]]:
         traverse(tree, self)
         return self._found
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.IndentedBlock):
-            self._blocks.append(node)
-        elif id(node) in self._spans and id(node) not in self._elifs:
-            self._statements.append((node, tuple(self._blocks)))  # the blocks open around it
-        if self._statements:
-            self._found[id(node)] = self._statements[-1]
+        self._enter(node)
+        if self._open_statements:
+            if self._current[0] is not self._open_statements[-1]:
+                self._current = (self._open_statements[-1], self._where_now())
+            self._found[id(node)] = self._current[1]
         return True
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
-        if self._blocks and self._blocks[-1] is original_node:
-            self._blocks.pop()
-        elif self._statements and self._statements[-1][0] is original_node:
-            self._statements.pop()
+        self._leave(original_node)

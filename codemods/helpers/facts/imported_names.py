@@ -124,11 +124,15 @@ class _Modules:
     def find(self, level: int, module: str, importer: str) -> str | None:
         """The repository file `from <level dots><module> import ...` in `importer` names, if any:
         relative to its package, else the nearest folder above it that holds the module."""
-        key = (level, module, self._folders[importer])  # every file of a folder asks the same (`import torch`)
+        return self._in_folder(level, module, self._folders[importer])  # every file of a folder asks the same
+
+    def _in_folder(self, level: int, module: str, folder: str) -> str | None:
+        """`find` for any importer in `folder`, remembered."""
+        key = (level, module, folder)
         try:
             return self._found[key]
         except KeyError:
-            found = self._found[key] = self._find(*key)
+            found = self._found[key] = self._find(level, module, folder)
             return found
 
     def _find(self, level: int, module: str, folder: str) -> str | None:
@@ -145,10 +149,7 @@ class _Modules:
         parent = os.path.dirname(folder)
         if found is not None or parent == folder:
             return found
-        key = (0, module, parent)
-        if key not in self._found:
-            self._found[key] = self._find(0, module, parent)
-        return self._found[key]
+        return self._in_folder(0, module, parent)
 
     def _file(self, folder: str, parts: list[str]) -> str | None:
         base = folder.rstrip(os.sep) + os.sep + os.sep.join(parts) if parts else folder
