@@ -184,7 +184,7 @@ def test_a_crashing_codemod_is_an_internal_error_naming_it() -> None:
 
 def test_prefilter_never_parses_files_without_triggers(monkeypatch) -> None:
     calls = []
-    monkeypatch.setattr(pipeline, "_parse", lambda text, path: calls.append(path))
+    monkeypatch.setattr(pipeline, "_parse", lambda text, path, *lazy: calls.append(path))
     result = transform_source("import torch\nx = torch.zeros(3)\n", [registry.get("TM001")])
     assert calls == [] and not result.parsed
 
@@ -225,7 +225,7 @@ def _misparsed(monkeypatch, spelled: str, as_: str) -> None:
     """libcst's tree of every text is the tree of the text with `spelled` written `as_`: a
     tree whose code is not the text it was parsed from."""
     real = pipeline._parse
-    monkeypatch.setattr(pipeline, "_parse", lambda text, path: real(text.replace(spelled, as_), path))
+    monkeypatch.setattr(pipeline, "_parse", lambda text, path, *lazy: real(text.replace(spelled, as_), path))
 
 
 def test_a_rewritten_statement_libcst_cannot_round_trip_is_reported_not_rewritten(monkeypatch) -> None:

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Iterator
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
+from codemods.engine.lazy import unread
 from codemods.engine.traverse import traverse
 
 if TYPE_CHECKING:
@@ -165,6 +166,8 @@ def _cut(
         end = span[2] + _trailing(statement)
         cuts.append((statement, indent, begin, end))
         for block, token in _blocks(statement, default_indent):
+            if unread(block):
+                continue  # a body nothing read (engine/lazy.py): copied with its statement
             if block.body and id(block.body[0]) in spans and not _cut(block.body, (*indent, token), spans, cuts, default_indent):
                 return False
     return True
@@ -179,8 +182,8 @@ def _trailing(statement: cst.BaseStatement) -> int:
         if not isinstance(suite, cst.IndentedBlock):
             break
         count += len(suite.footer)
-        if not suite.body:
-            break
+        if unread(suite) or not suite.body:
+            break  # a lazy body is followed by blank lines only: no block inside it has a footer
         statement = suite.body[-1]
     return count
 

@@ -40,8 +40,8 @@ def _excluded(rel: str, patterns: Sequence[str]) -> bool:
     return False
 
 
-def _skipped_dir(path: Path, name: str, skip: frozenset[str] = SKIP_DIRS) -> bool:
-    return name in skip or (path / "pyvenv.cfg").exists()  # every virtualenv has one at its top
+def _skipped_dir(path: str, name: str, skip: frozenset[str] = SKIP_DIRS) -> bool:
+    return name in skip or os.path.exists(os.path.join(path, "pyvenv.cfg"))  # every virtualenv has one at its top
 
 
 def _in_git(directory: Path) -> bool:
@@ -103,21 +103,23 @@ def _folders(
     """walk's folders: each as (its path, its path relative to `directory` in `/` form, "" for
     `directory` itself, its file names sorted)."""
     for current, dirs, files in os.walk(directory, onerror=onerror, followlinks=False):
-        here = Path(current)
-        dirs[:] = sorted(d for d in dirs if not _skipped_dir(here / d, d, skip))
+        dirs[:] = sorted(d for d in dirs if not _skipped_dir(os.path.join(current, d), d, skip))
         rel = os.path.relpath(current, directory).replace(os.sep, "/")
-        yield here, "" if rel == "." else rel + "/", sorted(files)
+        yield Path(current), "" if rel == "." else rel + "/", sorted(files)
 
 
-def _walk(directory: Path, found: Discovered) -> Iterable[tuple[Path, str]]:
-    """(path, path relative to `directory`) of every file walk finds."""
+def _walk(directory: Path, found: Discovered, suffixes: tuple[str, ...] = ()) -> Iterable[tuple[Path, str]]:
+    """(path, path relative to `directory`) of every file walk finds whose name ends with one of
+    `suffixes` (all: none given). A path is made only for those: most files of a project are
+    data, docs and configs."""
 
     def onerror(exc: OSError) -> None:
         found.unreadable.append((Path(exc.filename or directory), exc.strerror or str(exc)))
 
     for here, rel, names in _folders(directory, onerror=onerror):
         for name in names:
-            yield here / name, rel + name
+            if not suffixes or name.endswith(suffixes):
+                yield here / name, rel + name
 
 
 def _named_rel(path: Path, root: Path | None) -> str:
@@ -181,7 +183,7 @@ def discover(
             continue
         root = given.resolve()
         listing = _git_listing(given)
-        candidates = ((given / rel, rel) for rel in listing) if listing is not None else _walk(given, found)
+        candidates = ((given / rel, rel) for rel in listing) if listing is not None else _walk(given, found, suffixes)
         # Untracked virtualenvs are not always ignored; each has a pyvenv.cfg at its top.
         venvs = tuple(rel[: -len("pyvenv.cfg")] for rel in listing or () if rel.endswith("pyvenv.cfg"))
         for path, rel in candidates:
@@ -192,5 +194,9 @@ def discover(
             if _excluded(rel, exclude):
                 continue
             add(path, root)
-    found.files.sort()
+    found.files.sort(key=_parts)  # Path's own order (by parts), without its __lt__ per comparison
     return found
+
+
+def _parts(path: Path) -> tuple[str, ...]:
+    return path.parts

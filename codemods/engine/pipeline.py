@@ -84,10 +84,23 @@ def _pathological(text: str) -> bool:
     return False
 
 
-def _parse(text: str, path: str) -> cst.Module | Problem:
+def _parse(text: str, path: str, scan: Scan | None = None, hits: Sequence[int] = ()) -> cst.Module | Problem:
+    """libcst's tree of `text`, or the Problem that stops it. With `scan` (CPython's ast of the
+    text), the bodies of the functions that hold none of the `hits` lines are parsed only when
+    something reads them (engine/lazy.py)."""
     import libcst as cst
 
-    if _pathological(text):
+    pathological = _pathological(text)
+    if scan is not None and scan.source == text and not pathological:
+        from codemods.engine import lazy
+
+        try:
+            tree = lazy.parse(text, scan.module, hits)
+        except Exception:  # the skeleton did not parse: the whole text says why
+            tree = None
+        if tree is not None:
+            return tree
+    if pathological:
         python = _compile_error(text, path)
         if python is not None:
             return Problem(path, python.lineno or 0, f"syntax error: {python.msg}")
@@ -211,7 +224,8 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
     file = replace(file, noqa=noqa_lines(source))
 
     original = source
-    tree = _parse(source, file.path)
+    scan = scan if scan is not None else Scan.of(source, file.facts, file.path)  # the statement map's too
+    tree = _parse(source, file.path, *_lazy_bodies(firing, declined, scan))
     repaired: tuple[Finding, ...] = ()
     if isinstance(tree, Problem):
         text_stage = next((s for s in firing if s.stage is Stage.TEXT), None)
@@ -281,6 +295,16 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
             return Result(code=original, parsed=True, findings=found)
     notes = tuple(f"{f.path}:{f.line}: {f.message}" for f in repaired if f.kind == "review")
     return Result(code=code, changed=True, parsed=True, rewrites=rewrites, findings=found, notes=notes)
+
+
+def _lazy_bodies(firing: Sequence[Spec], declined: frozenset[str], scan: Scan | None) -> tuple[Scan | None, list[int]]:
+    """(the Scan, the lines holding a firing codemod's words) when function bodies can wait to
+    be parsed: every codemod that may walk this file prunes its walk (one that walks it all would
+    read every body at once). (None, []) otherwise."""
+    walking = [s for s in firing if s.stage is not Stage.TEXT and s.code not in declined]
+    if scan is None or not walking or not all(s.codemod.PRUNE for s in walking):
+        return None, []
+    return scan, scan.hits([words for s in firing for words in s.sites])
 
 
 def _repair_text(source: str, file: FileContext, spec: Spec):

@@ -22,6 +22,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from codemods.helpers.patterns import Words
 from codemods.helpers.scan import Scan
+from codemods.engine.lazy import unread
 from codemods.engine.traverse import traverse
 
 
@@ -121,7 +122,7 @@ class StatementMap:
             self._body(orelse.body, node.orelse)
 
     def _body(self, body: cst.BaseSuite, nodes: list[ast.stmt]) -> None:
-        if isinstance(body, cst.IndentedBlock):
+        if isinstance(body, cst.IndentedBlock) and not unread(body):  # a body nothing read is its statement's
             self._block(body.body, nodes)
         # a one-line suite (`if x: y`) stays part of its statement
 

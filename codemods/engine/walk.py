@@ -45,6 +45,7 @@ from codemods.helpers.context import FileContext
 from codemods.helpers.import_edits import ImportItem, TopImportsAdder, UsedNamesRemover
 from codemods.helpers.names import Imports
 from codemods.helpers.patterns import Words
+from codemods.engine.lazy import unread
 from codemods.engine.statement_map import Pruner, StatementMap, prune_visit
 from codemods.engine.traverse import attribute_handlers, traverse
 from codemods.versions import NEWEST
@@ -343,7 +344,7 @@ class _Locator(_StatementPath, cst.CSTVisitor):
             if self._current[0] is not self._open_statements[-1]:
                 self._current = (self._open_statements[-1], self._where_now())
             self._found[id(node)] = self._current[1]
-        return True
+        return not unread(node)  # no node of a body nothing has read was handed to a codemod
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         self._leave(original_node)

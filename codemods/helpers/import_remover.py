@@ -21,6 +21,7 @@ from libcst.helpers import get_full_name_for_node
 
 from codemods.helpers.import_adder import absolute_module, skips_imports
 from codemods.helpers.names import _BLOCKS
+from codemods.engine.lazy import import_free, spells_none
 from codemods.engine.traverse import traverse
 
 _IMPORT = (cst.Import, cst.ImportFrom)
@@ -80,7 +81,7 @@ class UsedNamesRemover(cst.CSTTransformer):
         spelled = Counter(w for w in _REFERENCE.findall(code) if w in wanted)
         used: set[str] = {name for name in wanted if spelled[name] > in_imports[name]}
         if used:
-            collector = _Uses()
+            collector = _Uses(re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(used)))))
             traverse(node, collector)
             used &= collector.used
         self._unused_imports = {
@@ -262,7 +263,8 @@ class _ImportLister:
         for name in _BLOCKS:
             block = getattr(node, name, None)
             if isinstance(block, cst.IndentedBlock):
-                self._walk(block.body, ancestors)
+                if not import_free(block):  # a function body not parsed yet that holds no import
+                    self._walk(block.body, ancestors)
             elif isinstance(block, cst.SimpleStatementSuite):
                 self._walk([block], ancestors)
             elif isinstance(block, (list, tuple)):
@@ -276,9 +278,15 @@ class _Uses(cst.CSTVisitor):
     """Every name read outside import statements (not `.attr`, not `kw=`), and the words of the
     strings that can name one: `__all__` entries and string annotations."""
 
-    def __init__(self) -> None:
+    def __init__(self, wanted: re.Pattern[str] | None = None) -> None:
         self.used: set[str] = set()
         self._strings = 0  # > 0 inside `__all__ = ...` or an annotation
+        self._wanted = wanted  # the names asked about: a function body not parsed yet that spells none is skipped
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self._wanted is not None and spells_none(node, self._wanted):
+            return False
+        return super().on_visit(node)
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False

@@ -10,11 +10,12 @@ local name to the dotted name it was imported as. A name that the module *also* 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import libcst as cst
 
 from codemods.helpers.scan import _BLOCKS, FileNames
+from codemods.engine.lazy import import_free
 from codemods.engine.traverse import traverse
 
 if TYPE_CHECKING:
@@ -78,9 +79,10 @@ class Imports:
         of repository modules bind and torch's names that repository modules re-export."""
         # Imports and defs are statements: walking statement bodies only (never into
         # expressions) gives what a full visit with _ImportCollector gives, at a fraction of
-        # the cost; tests/test_engine_speed.py checks the two agree on real code.
+        # the cost; tests/test_engine_speed.py checks the two agree on real code. A function
+        # body not parsed yet whose lines do not say `import` holds none (engine/lazy.py).
         collector = _ImportCollector()
-        walk_statements(module.body, collector)
+        walk_statements(module.body, collector, import_free)
         names = FileNames.of(collector.stars, file.facts if file else None, file.path if file else None)
         if not collector.stars:
             return cls(collector.aliases, collector.defined, names)
@@ -174,10 +176,13 @@ class _ImportCollector(cst.CSTVisitor):
         self._depth -= 1
 
 
-def walk_statements(body: Sequence[cst.CSTNode], visitor: cst.CSTVisitor) -> None:
+def walk_statements(
+    body: Sequence[cst.CSTNode], visitor: cst.CSTVisitor, skip: Callable[[cst.IndentedBlock], bool] | None = None
+) -> None:
     """Call `visitor`'s `visit_X` for every small statement (Import, Assign, ...) and its
     `visit_`/`leave_` ClassDef and FunctionDef, in source order, reading statements only: the
-    expressions, most of a tree, are never walked. For collectors whose every fact is a statement."""
+    expressions, most of a tree, are never walked. For collectors whose every fact is a statement.
+    `skip`: the indented blocks that cannot hold one of the visitor's facts (not entered)."""
     for stmt in body:
         if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
             for small in stmt.body:
@@ -189,25 +194,26 @@ def walk_statements(body: Sequence[cst.CSTNode], visitor: cst.CSTVisitor) -> Non
             visitor.visit_ClassDef(stmt)
         elif isinstance(stmt, cst.FunctionDef):
             visitor.visit_FunctionDef(stmt)
-        _walk_blocks(stmt, visitor)
+        _walk_blocks(stmt, visitor, skip)
         if isinstance(stmt, cst.ClassDef):
             visitor.leave_ClassDef(stmt)
         elif isinstance(stmt, cst.FunctionDef):
             visitor.leave_FunctionDef(stmt)
 
 
-def _walk_blocks(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+def _walk_blocks(node: cst.CSTNode, visitor: cst.CSTVisitor, skip: Callable[[cst.IndentedBlock], bool] | None) -> None:
     """Statements under a compound statement (or an else/except/finally/case clause)."""
     for name in _BLOCKS:
         block = getattr(node, name, None)
         if block is None:
             continue
         if isinstance(block, cst.IndentedBlock):
-            walk_statements(block.body, visitor)
+            if skip is None or not skip(block):
+                walk_statements(block.body, visitor, skip)
         elif isinstance(block, cst.SimpleStatementSuite):  # `if x: import y`
-            walk_statements([block], visitor)
+            walk_statements([block], visitor, skip)
         elif isinstance(block, (list, tuple)):  # except handlers, match cases
             for clause in block:
-                _walk_blocks(clause, visitor)
+                _walk_blocks(clause, visitor, skip)
         elif isinstance(block, cst.CSTNode):  # else/finally clause, or `elif` (an If)
-            _walk_blocks(block, visitor)
+            _walk_blocks(block, visitor, skip)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from codemods.engine.lazy import import_free
 from codemods.helpers.names import attribute_chain, dotted
 
 
@@ -65,7 +66,8 @@ def import_forms(module: cst.Module) -> dict[str, ImportForm]:
                 for small in statement.body:
                     _record(small, module_level, forms)
             elif isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-                walk(_statements(statement.body), False)
+                if not import_free(statement.body):  # a body not parsed yet that holds no import
+                    walk(_statements(statement.body), False)
             elif isinstance(statement, cst.BaseCompoundStatement):
                 for block in _blocks(statement):
                     walk(_statements(block), module_level)
