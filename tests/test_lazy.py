@@ -156,8 +156,7 @@ def test_every_fixture_runs_the_same_with_lazy_bodies_and_without(monkeypatch: p
     monkeypatch.setattr(lazy, "parse", counted)
     with_lazy = [pipeline.transform_source(p.read_text(), specs, FileContext(path=p.name)) for p in inputs]
     assert sum(lazy_trees) >= 20, "the comparison means something only where bodies were lazy"
-    monkeypatch.setattr(lazy, "parse", lambda *args: None)
-    without = [pipeline.transform_source(p.read_text(), specs, FileContext(path=p.name)) for p in inputs]
+    without = [pipeline.transform_source(p.read_text(), specs, FileContext(path=p.name), lazy=False) for p in inputs]
     for path, a, b in zip(inputs, with_lazy, without):
         assert a == b, path.name
 
@@ -176,3 +175,22 @@ def test_the_import_remover_reads_only_bodies_that_may_use_or_import_its_names()
     out = UsedNamesRemover(asked, code=lambda module: source).transform(tree)  # the engine's code copies the source
     assert [block.parsed for block in _lazy_blocks(tree)] == [False, True, False]
     assert out.code == UsedNamesRemover(asked).transform(cst.parse_module(source)).code == source
+
+
+def test_a_body_that_fails_to_parse_late_sends_the_file_to_a_whole_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read by a survey, a body whose own lines libcst rejects would surface as a codemod's
+    internal error; the file is run again parsed whole, and says what the whole parse says."""
+    source = "import torch\n\n\ndef f(x):\n    return x.cuda()\n\n\ndef g():\n    y = 2\n    return y\n"
+    specs = registry.select()
+    expected = pipeline.transform_source(source, specs, FileContext(path="m.py"), lazy=False)
+    assert expected.changed, "TM101 rewrites this .cuda(), and its survey of classes reads every body"
+
+    tried = []
+
+    def unparsable(*args):
+        tried.append(args)
+        raise cst.ParserSyntaxError("rejected", lines=["x"], raw_line=1, raw_column=0)
+
+    monkeypatch.setattr(lazy, "_parse_body", unparsable)
+    assert pipeline.transform_source(source, specs, FileContext(path="m.py")) == expected
+    assert tried, "a body was read late, and failed"

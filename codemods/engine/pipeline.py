@@ -211,11 +211,14 @@ def _gated(firing: list[Spec], source: str, file: FileContext) -> tuple[frozense
     return frozenset(s.code for s in gated if not s.gate.may_act(scan, s.sites, file.facts)), scan
 
 
-def transform_source(source: str, specs: Sequence[Spec], file: FileContext | None = None) -> Result:
+def transform_source(source: str, specs: Sequence[Spec], file: FileContext | None = None, *, lazy: bool = True) -> Result:
     """Migrate one module's text with `specs` (in the given order, normally PIPELINE order).
 
     Never raises for bad input: problems come back in `Result.problem`, with the text unchanged.
+    `lazy`: function bodies may be parsed when first read (engine/lazy.py); False: the whole
+    text is parsed up front.
     """
+    given = file
     file = file or FileContext()
     firing = _firing(specs, source, file)
     declined, scan = _gated(firing, source, file)
@@ -225,7 +228,8 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
 
     original = source
     scan = scan if scan is not None else Scan.of(source, file.facts, file.path)  # the statement map's too
-    tree = _parse(source, file.path, *_lazy_bodies(firing, declined, scan))
+    late = _lazy_bodies(firing, declined, scan) if lazy else (None, [])
+    tree = _parse(source, file.path, *late)
     repaired: tuple[Finding, ...] = ()
     if isinstance(tree, Problem):
         text_stage = next((s for s in firing if s.stage is Stage.TEXT), None)
@@ -246,6 +250,8 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
     try:
         new_tree, rewrites, findings, new_code = _run(tree, firing, file, statement_map, declined, codegen)
     except _CodemodFailed as exc:
+        if late[0] is not None:  # a body parsed late may be what failed: the whole text's parse says what is wrong
+            return transform_source(original, specs, given, lazy=False)
         return Result(
             code=original, parsed=True, problem=Problem(file.path, 0, f"internal error: {exc.reason}", exc.code)
         )
