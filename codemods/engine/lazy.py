@@ -7,8 +7,9 @@ in which each such body is one `pass` line, and puts a `LazyBlock` in the tree w
 goes. A `LazyBlock` is an `IndentedBlock` whose `body` is parsed from the body's own lines the
 first time anything reads it (a survey that walks the whole module, a layout, `Module.code`), so
 every reader sees exactly the statements a parse of the whole text gives: the tree is the same
-tree, only built later or never. tests/test_lazy.py holds every corpus file's tree, its lazy
-bodies read, against libcst's parse of the text.
+tree, only built later or never. tests/test_lazy.py holds lazy trees, read whole, against
+libcst's parse of the text on the shapes that stress the skeleton, and runs every fixture with
+and without lazy bodies; the corpus digests (tests/test_real_corpus.py) did not change.
 
 A body stays whole (is parsed with its file) unless all of this holds: it is an indented block
 of a `def`; no line of the `def` holds a word of a firing codemod; the lines after it up to the
