@@ -18,6 +18,7 @@ import pytest
 
 from codemods import registry
 from codemods.engine import lazy, pipeline
+from codemods.engine.codegen import _blocks
 from codemods.helpers.context import FileContext
 from codemods.helpers.names import Imports
 from codemods.helpers.spelling import import_forms
@@ -51,12 +52,8 @@ def _lazy_blocks(node: cst.CSTNode) -> list[lazy.LazyBlock]:
     """The lazy blocks of a tree, found without reading any (statements and blocks only)."""
     found = []
     for statement in getattr(node, "body", ()):
-        if isinstance(statement, cst.BaseCompoundStatement):
-            for block in lazy._suites(statement):
-                if isinstance(block, lazy.LazyBlock):
-                    found.append(block)
-                elif isinstance(block, cst.IndentedBlock):
-                    found.extend(_lazy_blocks(block))
+        for block, _ in _blocks(statement, "    "):
+            found.extend([block] if isinstance(block, lazy.LazyBlock) else _lazy_blocks(block))
     return found
 
 
@@ -101,6 +98,7 @@ KEPT_WHOLE = {
     "a comment after the body": "def f():\n    if a:\n        b()\n        # about b, in the if's block\nx = 1\n",
     "no newline at the end": "def f():\n    return 1",
     "carriage returns": "def f():\r\n    return 1\r\n",
+    "a def in a match case": "match x:\n    case 1:\n        def f():\n            return 1\n",
 }
 
 

@@ -26,6 +26,8 @@ from typing import Sequence
 
 import libcst as cst
 
+from codemods.helpers.scan import _lines
+
 _BODY = cst.IndentedBlock.__dict__["body"]  # the slot the parsed statements live in
 
 
@@ -136,8 +138,7 @@ def _bodies(statements: list[ast.stmt], lines: list[str], hit: set[int], ranges:
     """Append the (first, last) 0-based line ranges of the bodies under `statements` that can wait."""
     for statement in statements:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and _waits(statement, lines, hit):
-            body = statement.body
-            ranges.append((_first_line(body[0]) - 1, (body[-1].end_lineno or body[-1].lineno) - 1))
+            ranges.append((_lines(statement.body[0])[0] - 1, _lines(statement.body[-1])[1] - 1))
             continue
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(statement, field, None)
@@ -145,23 +146,18 @@ def _bodies(statements: list[ast.stmt], lines: list[str], hit: set[int], ranges:
                 _bodies(inner, lines, hit, ranges)
         for handler in getattr(statement, "handlers", ()):
             _bodies(handler.body, lines, hit, ranges)
-        for case in getattr(statement, "cases", ()):
-            _bodies(case.body, lines, hit, ranges)
-
-
-def _first_line(statement: ast.stmt) -> int:
-    return min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
+        # not a `match`'s cases: they add a level of indentation that is no block's (codegen._blocks)
 
 
 _BLANK = re.compile(r"[ \t\f]*\n?\Z")
 
 
 def _waits(function: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], hit: set[int]) -> bool:
-    first, last = _first_line(function), function.end_lineno or function.lineno
+    first, last = _lines(function)
     if any(first <= line <= last for line in hit):
         return False
     body = function.body
-    start = _first_line(body[0])
+    start = _lines(body[0])[0]
     if start <= function.lineno:
         return False
     head = lines[start - 1]
@@ -196,14 +192,12 @@ def parse(source: str, module: ast.Module, hits: Sequence[int]) -> cst.Module | 
 def _install(statements, levels: tuple[str, ...], default: str, bodies: dict[str, str]) -> int:
     """Put a LazyBlock in place of each stub under `statements` (fresh from the parser, so seen
     by nothing yet: set in place); how many."""
+    from codemods.engine.codegen import _blocks  # the blocks one level in, each with its indentation
+
     found = 0
     for statement in statements:
-        if not isinstance(statement, cst.BaseCompoundStatement):
-            continue
-        for block in _suites(statement):
-            if not isinstance(block, cst.IndentedBlock):
-                continue
-            inner = (*levels, default if block.indent is None else block.indent)
+        for block, indent in _blocks(statement, default):
+            inner = (*levels, indent)
             stub = _stub(block) if isinstance(statement, cst.FunctionDef) and block is statement.body else None
             if stub is not None and stub[0] in bodies:
                 lazy = LazyBlock.__new__(LazyBlock)
@@ -231,19 +225,3 @@ def _stub(block: cst.IndentedBlock) -> tuple[str, tuple[cst.EmptyLine, ...]] | N
     comment = line.trailing_whitespace.comment
     return (comment.value, tuple(line.leading_lines)) if comment is not None else None
 
-
-def _suites(statement: cst.BaseCompoundStatement):
-    yield statement.body
-    orelse = getattr(statement, "orelse", None)
-    while isinstance(orelse, cst.If):
-        yield orelse.body
-        orelse = orelse.orelse
-    if orelse is not None:
-        yield orelse.body
-    for handler in getattr(statement, "handlers", ()):
-        yield handler.body
-    finalbody = getattr(statement, "finalbody", None)
-    if finalbody is not None:
-        yield finalbody.body
-    for case in getattr(statement, "cases", ()):
-        yield case.body
