@@ -178,10 +178,10 @@ def test_the_import_remover_reads_only_bodies_that_may_use_or_import_its_names()
 def test_a_body_that_fails_to_parse_late_sends_the_file_to_a_whole_parse(monkeypatch: pytest.MonkeyPatch) -> None:
     """Read by a survey, a body whose own lines libcst rejects would surface as a codemod's
     internal error; the file is run again parsed whole, and says what the whole parse says."""
-    source = "import torch\n\n\ndef f(x):\n    return x.cuda()\n\n\ndef g():\n    y = 2\n    return y\n"
+    source = "import torch\n\n\ndef f(x):\n    return x.cuda()\n\n\ndef g(self):\n    self.y = 2\n    return self.y\n"
     specs = registry.select()
     expected = pipeline.transform_source(source, specs, FileContext(path="m.py"), lazy=False)
-    assert expected.changed, "TM101 rewrites this .cuda(), and its survey of classes reads every body"
+    assert expected.changed, "TM101 rewrites this .cuda(), and its survey of classes reads a body assigning `self.y`"
 
     tried = []
 
@@ -192,3 +192,81 @@ def test_a_body_that_fails_to_parse_late_sends_the_file_to_a_whole_parse(monkeyp
     monkeypatch.setattr(lazy, "_parse_body", unparsable)
     assert pipeline.transform_source(source, specs, FileContext(path="m.py")) == expected
     assert tried, "a body was read late, and failed"
+
+
+# (source, a line of each body a survey must read, a line of each body that must stay unread)
+_SURVEYED = {
+    "TM101 classes: bases, `def cuda`, `self.x =`": (
+        "import torch\n\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.w = torch.nn.Linear(2, 2)\n\n    def forward(self, x):\n        h = self.w(x)\n"
+        "        return h * 2\n\n\ndef main(net):\n    net.cuda()\n",
+        ["self.w = torch.nn.Linear(2, 2)"],
+        ["h = self.w(x)"],
+    ),
+    "TM014 weight_norm and require_grad bindings": (
+        "import torch\n\n\ndef f():\n    p = torch.zeros(3)\n    p.require_grad = True\n\n\n"
+        "def g(m):\n    return torch.nn.utils.weight_norm(m)\n\n\ndef h():\n    q = torch.ones(2)\n    return q\n",
+        [],  # its words are TM014's own: such a body is parsed with the file
+        ["q = torch.ones(2)"],
+    ),
+}
+
+
+@pytest.mark.parametrize("source, read, unread", _SURVEYED.values(), ids=_SURVEYED.keys())
+def test_surveys_read_only_the_bodies_that_hold_what_they_collect(monkeypatch: pytest.MonkeyPatch, source, read, unread) -> None:
+    """A whole-module survey skips a body not parsed yet whose lines cannot hold anything it
+    records (engine/lazy.py's `spells_none`); the run is the run without lazy bodies."""
+    specs = registry.select()
+    expected = pipeline.transform_source(source, specs, FileContext(path="m.py"), lazy=False)
+    parsed: list[str] = []
+    original = lazy._parse_body
+
+    def recording(lines: str, *args):
+        parsed.append(lines)
+        return original(lines, *args)
+
+    monkeypatch.setattr(lazy, "_parse_body", recording)
+    assert pipeline.transform_source(source, specs, FileContext(path="m.py")) == expected
+    assert expected.changed
+    for line in read:
+        assert any(line in body for body in parsed), f"the survey must read the body holding {line!r}"
+    for line in unread:
+        assert not any(line in body for body in parsed), f"the body holding {line!r} was parsed"
+
+
+def test_the_ddp_helper_search_reads_no_body_that_lacks_the_marker() -> None:
+    from codemods.helpers import ddp
+
+    source = f'def ddp_wrap(m):\n    """{ddp.MARKER}"""\n    return m\n\n\ndef other(m):\n    x = 1\n    return m\n'
+    tree = lazy.parse(source, ast.parse(source), ())
+    assert tree is not None
+    assert ddp.top_level_defs(tree) == {"ddp_wrap": True, "other": False}
+    first, second = (statement.body for statement in tree.body)
+    assert first.parsed and lazy.unread(second)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "self.w = 1",
+        "self.w: int",
+        "(self  # why\n         .w  # not\n        ) = 2",
+        "self . w \\\n            = 3",
+        "class Inner:\n            pass",
+        "def cuda(self):\n            return self",
+        "self.w == 1\n        self.w += 1\n        x = {self.w: 1}",
+    ],
+)
+def test_the_tm101_class_survey_collects_what_it_collects_from_bodies_parsed_late(body: str) -> None:
+    from codemods.helpers.names import walk_statements
+    from codemods.transforms.cuda_to_device.receivers import ClassCollector
+
+    source = f"class Net(Base):\n    def __init__(self):\n        {body}\n\n    def forward(self, x):\n        return x\n"
+    whole, collector = ClassCollector(), ClassCollector()
+    walk_statements(cst.parse_module(source).body, whole)
+    tree = lazy.parse(source, ast.parse(source), ())
+    walk_statements(tree.body, collector, collector.skips)
+    assert {n: (c.bases, c.defines_cuda, list(c.attributes)) for n, c in collector.classes.items()} == {
+        n: (c.bases, c.defines_cuda, list(c.attributes)) for n, c in whole.classes.items()
+    }
+    assert lazy.unread(tree.body[0].body.body[1].body), "forward() records nothing: left unparsed"

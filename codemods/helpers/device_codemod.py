@@ -71,7 +71,7 @@ class DeviceCodemod(MigrationCodemod):
         self._first_any_use: int | None = None  # also uses inside lambdas and defs
         self._global_used = False
         self._module_imports: Imports | None = None
-        self._functions: list[tuple[cst.FunctionDef, dict[int, int]]] = []  # open defs: body ids -> index
+        self._functions: list[tuple[cst.FunctionDef, dict[int, int] | None]] = []  # open defs: body ids -> index
         self._statement_in: dict[int, int] = {}  # id(open def) -> index of its body statement being visited
         self._local_first: dict[int, int] = {}  # id(def) -> its first body statement using a local device
         self.extra_top_statements: dict[int, int] = {}
@@ -145,6 +145,9 @@ class DeviceCodemod(MigrationCodemod):
         if hasattr(self, "_module_node"):
             if self._functions:
                 function, statements = self._functions[-1]
+                if statements is None:  # its first statement visited: the body is read by now
+                    statements = {id(s): i for i, s in enumerate(function.body.body)}
+                    self._functions[-1] = (function, statements)
                 if id(node) in statements:
                     self._statement_in[id(function)] = statements[id(node)]
             if isinstance(node, SCOPE_NODES):
@@ -152,7 +155,9 @@ class DeviceCodemod(MigrationCodemod):
                 if isinstance(node, (cst.FunctionDef, cst.Lambda)):
                     self._deferred += 1
                 if isinstance(node, cst.FunctionDef) and isinstance(node.body, cst.IndentedBlock):
-                    self._functions.append((node, {id(s): i for i, s in enumerate(node.body.body)}))
+                    # its statements' indexes, made when the walk enters it (a pruned walk may
+                    # not: then a body not parsed yet stays so, engine/lazy.py)
+                    self._functions.append((node, None))
         return super().on_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):

@@ -8,10 +8,12 @@ values); `ReceiverKinds` is the part of the codemod that answers from them and f
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
 
+from codemods.engine.lazy import spells_none
 from codemods.gates.cuda_to_device import legacy_tensor_types
 from codemods.helpers.names import attribute_chain, dotted
 
@@ -56,8 +58,21 @@ class ClassInfo:
     attributes: dict[str, list[cst.BaseExpression | None]] = field(default_factory=dict)
 
 
+# What a function body must spell for ClassCollector to record anything in it: a `class`, a
+# `def cuda`, or an assignment to `self.<name>` (`self.x = `, `self.x: T`, and inside brackets
+# `(self  # why\n .x) =`). The pattern matches more (a dict's `{self.x: 1}`): that only costs a parse.
+_GAP = r"(?:[\s\\)]|#[^\n]*)*"  # blanks, continuations, comments, closing brackets
+_RECORDED = re.compile(rf"\bclass\b|\bcuda\b|\bself{_GAP}\.{_GAP}\w+{_GAP}(?:=(?!=)|:)")
+
+
 class ClassCollector(cst.CSTVisitor):
-    """Classes of this module: their bases, whether they define `cuda()`, and `self.x = ...` values."""
+    """Classes of this module: their bases, whether they define `cuda()`, and `self.x = ...` values.
+    Walked with `walk_statements(..., collector.skips)`: a function body not parsed yet that spells
+    nothing it records stays unparsed (engine/lazy.py)."""
+
+    @staticmethod
+    def skips(block: cst.IndentedBlock) -> bool:
+        return spells_none(block, _RECORDED)
 
     def __init__(self) -> None:
         self.classes: dict[str, ClassInfo] = {}

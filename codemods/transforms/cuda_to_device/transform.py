@@ -93,7 +93,7 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
 
     def visit_Module(self, node: cst.Module) -> bool:
         collector = ClassCollector()
-        walk_statements(node.body, collector)  # classes, defs and assignments are statements
+        walk_statements(node.body, collector, collector.skips)  # classes, defs and assignments are statements
         self.classes = collector.classes
         # Some class with its own cuda(): importable ones anywhere in the repo (the first pass), or
         # any class of this file (one local to a function too).

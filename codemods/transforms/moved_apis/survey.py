@@ -4,10 +4,17 @@ tensors and parameters (for `x.require_grad`)."""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
+from codemods.engine.lazy import spells_none
 from codemods.gates.moved_apis import table
 from codemods.helpers.names import dotted
+
+# A function body spelling neither adds nothing the codemod asks about: no weight_norm reference,
+# and its bindings are its own scopes', asked about only at a `require_grad` inside it.
+_ASKED = re.compile(r"weight_norm|require_grad")
 
 
 _PARAMETER_LOOPS = {"parameters": 0, "named_parameters": 1}  # method -> index of the parameter in the target
@@ -65,6 +72,9 @@ class _Survey(cst.CSTVisitor):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self.not_refs.add(id(node.attr))
         self._reference(node, node.attr.value)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> bool:
+        return not spells_none(node, _ASKED)  # a body not parsed yet stays so (engine/lazy.py)
 
     # scopes
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
