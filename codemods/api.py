@@ -75,7 +75,7 @@ def _facts(
     specs: Sequence[registry.Spec],
     cache_dir: Path | None = None,
     jobs: int | None = None,
-    digests: dict[str, bytes] | None = None,
+    digests: dict[str, tuple[bytes, int]] | None = None,
 ) -> RepoFacts:
     """The cheap whole-repo first pass: the collectors `specs` need (helpers/facts/), over every
     file they read, in `jobs` processes (it is the one serial step before the parallel pipeline
@@ -83,7 +83,7 @@ def _facts(
 
     With a cache, the facts of an unchanged set of files are read back whole; else each
     unchanged file's parts are, and only the other files are read. `digests`, when given, gets
-    each readable file's content digest (with a cache): the runner's lookups key on them.
+    each readable file's content digest and size (with a cache): the runner's lookups key on them.
     """
     if not specs:
         return RepoFacts()
@@ -95,15 +95,17 @@ def _facts(
         # a cache; the workers read it. Holding every file's bytes made this process 50 MB larger on
         # the corpus, and the pipeline's workers are forked from it, each counting those pages again.
         readable: list[tuple[str, bytes]] = []  # (path, digest: empty without a cache)
+        sizes: list[int] = []
         for path in files:
             try:
                 with open(path, "rb") as handle:
-                    digest = content_digest(handle.read()) if store is not None else b""
+                    data = handle.read() if store is not None else b""
             except OSError:
                 continue
-            readable.append((str(path), digest))
+            readable.append((str(path), content_digest(data) if store is not None else b""))
+            sizes.append(len(data))
         if digests is not None and store is not None:
-            digests.update(readable)
+            digests.update((path, (digest, size)) for (path, digest), size in zip(readable, sizes))
         key = store.facts_key(readable, names) if store is not None else None
         cached = store.get_facts(key) if store is not None else None
         if cached is not None:
@@ -191,7 +193,7 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
     found = discover(paths, exclude=(*config.exclude, *options.exclude), root=root)
     problems = [Problem(str(p), 0, f"cannot read: {why}") for p, why in found.unreadable]
     cache_dir = cache.default_dir(paths, config.source) if options.cache else None
-    digests: dict[str, bytes] = {}
+    digests: dict[str, tuple[bytes, int]] = {}
     # no file to migrate: no facts to gather, no era to find (nor their imports, nor the cache)
     facts = _facts(found.files, specs, cache_dir, options.jobs, digests) if found.files else RepoFacts()
     plan = Plan(

@@ -91,6 +91,29 @@ def test_a_warm_diff_run_reads_each_file_once(tmp_path: Path, monkeypatch) -> No
     assert 'reduction="mean"' in next(f.diff for f in edited.files if f.path.endswith("train.py"))
 
 
+def test_a_warm_diff_run_takes_sizes_from_the_facts_pass_and_keeps_the_limit(tmp_path: Path, monkeypatch) -> None:
+    """The facts pass's read gives each file's size with its digest: a warm lookup needs no stat,
+    and a file grown past --max-bytes since the last run is still refused."""
+    root = _project(tmp_path)
+    cold = _run(root, mode="diff")
+    stats: list[str] = []
+    real_stat = Path.stat
+
+    def counting(self: Path, *args, **kwargs):
+        stats.append(self.name)
+        return real_stat(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", counting)
+    assert _comparable(_run(root, mode="diff")) == _comparable(cold)
+    assert [name for name in stats if name.endswith(".py")] == []
+    monkeypatch.undo()
+
+    (root / "pkg" / "train.py").write_text(LEGACY + "x = 1\n" * 100)
+    grown = _run(root, mode="diff", max_bytes=len(LEGACY) + 50)
+    (problem,) = [f.problem for f in grown.files if f.path.endswith("train.py")]
+    assert "limit" in problem.reason
+
+
 def test_write_mode_on_a_warm_cache_writes_the_file(tmp_path: Path, monkeypatch) -> None:
     root = tmp_path / "p"
     root.mkdir()

@@ -50,9 +50,10 @@ class Plan:
     cache_dir: str | None = None  # the per-file result cache (engine/cache.py); None: no cache
     target: Target = field(default_factory=Target)  # the torch the output must run on
     era: Era | None = None  # the torch the code was written for, when a selected codemod asks (codemods/era.py)
-    # path -> content digest of the files the facts pass read (with a cache): a warm run's lookups
-    # outside write mode answer from them, without reading and hashing every file again
-    digests: Mapping[str, bytes] = field(default_factory=dict, compare=False)
+    # path -> (content digest, size) of the files the facts pass read (with a cache): a warm run's
+    # lookups outside write mode answer from them, without reading, hashing or even a stat of
+    # every file again
+    digests: Mapping[str, tuple[bytes, int]] = field(default_factory=dict, compare=False)
 
     def context(self, display: str) -> FileContext:
         """What a codemod may know of this file beyond its tree."""
@@ -85,11 +86,11 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
     the file only if the entry is not the whole answer.
     """
     try:
-        size = path.stat().st_size
+        known = plan.digests.get(str(path)) if cached_only and plan.mode != "write" else None
+        size = known[1] if known is not None else path.stat().st_size  # known: the digest's bytes
         if size > plan.max_bytes:
             reason = f"larger than the {plan.max_bytes:,}-byte limit ({size:,} bytes); skipped"
             return FileResult(display, Status.ERROR, problem=Problem(display, 0, reason))
-        known = plan.digests.get(str(path)) if cached_only and plan.mode != "write" else None
         notebook = path.suffix == ".ipynb"
         data = path.read_bytes() if known is None or notebook else None
     except OSError as exc:
@@ -111,7 +112,7 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
         uses_facts = any(s.reads_repo for s in specs)
         names = "" if uses_facts else names_key(plan.facts, display)  # the whole facts already hold them
         key = cache.key(
-            content_digest(data) if data is not None else known, display, [s.code for s in specs], plan.device_name,
+            content_digest(data) if data is not None else known[0], display, [s.code for s in specs], plan.device_name,
             plan.facts if uses_facts else None, f"{format_version(plan.target.version)}\0{plan.era}\0{names}",
         )
         outcome = cache.get(key, text=plan.mode == "write")
