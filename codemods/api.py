@@ -95,17 +95,16 @@ def _facts(
         # a cache; the workers read it. Holding every file's bytes made this process 50 MB larger on
         # the corpus, and the pipeline's workers are forked from it, each counting those pages again.
         readable: list[tuple[str, bytes]] = []  # (path, digest: empty without a cache)
-        sizes: list[int] = []
         for path in files:
             try:
                 with open(path, "rb") as handle:
                     data = handle.read() if store is not None else b""
             except OSError:
                 continue
-            readable.append((str(path), content_digest(data) if store is not None else b""))
-            sizes.append(len(data))
-        if digests is not None and store is not None:
-            digests.update((path, (digest, size)) for (path, digest), size in zip(readable, sizes))
+            digest = content_digest(data) if store is not None else b""
+            readable.append((str(path), digest))
+            if digests is not None and store is not None:
+                digests[str(path)] = (digest, len(data))
         key = store.facts_key(readable, names) if store is not None else None
         cached = store.get_facts(key) if store is not None else None
         if cached is not None:
