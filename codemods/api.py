@@ -98,12 +98,12 @@ def _facts(
         for path in files:
             try:
                 with open(path, "rb") as handle:
-                    data = handle.read() if store is not None else b""
+                    data = handle.read() if store is not None else None
             except OSError:
                 continue
-            digest = content_digest(data) if store is not None else b""
+            digest = content_digest(data) if data is not None else b""
             readable.append((str(path), digest))
-            if digests is not None and store is not None:
+            if digests is not None and data is not None:
                 digests[str(path)] = (digest, len(data))
         key = store.facts_key(readable, names) if store is not None else None
         cached = store.get_facts(key) if store is not None else None

@@ -21,6 +21,7 @@ from libcst.helpers import get_full_name_for_node
 
 from codemods.helpers.import_adder import absolute_module, skips_imports
 from codemods.helpers.names import _BLOCKS
+from codemods.helpers.patterns import any_name
 from codemods.engine.lazy import import_free, spells_none
 from codemods.engine.traverse import traverse
 
@@ -81,7 +82,7 @@ class UsedNamesRemover(cst.CSTTransformer):
         spelled = Counter(w for w in _REFERENCE.findall(code) if w in wanted)
         used: set[str] = {name for name in wanted if spelled[name] > in_imports[name]}
         if used:
-            collector = _Uses(re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(used)))))
+            collector = _Uses(re.compile(any_name(used)))
             traverse(node, collector)
             used &= collector.used
         self._unused_imports = {

@@ -35,7 +35,7 @@ import re
 from re import _constants as sre
 from re import _parser as sre_parse
 from functools import lru_cache
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 # A leading `\b`, or a leading lookbehind without nested groups.
 _LEADING_ASSERTION = re.compile(r"\\b|\(\?<[=!][^()]*\)")
@@ -102,6 +102,12 @@ class Words:
 
 
 _UNSET: Any = object()
+
+
+def any_name(names: Iterable[str]) -> str:
+    """A pattern matching any of `names` as a whole name (in a fixed order: the same names make
+    the same pattern)."""
+    return r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names)))
 
 
 def _probes_of(pattern: str) -> tuple[Words, ...] | None:

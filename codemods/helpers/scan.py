@@ -18,7 +18,7 @@ from collections import deque
 from functools import lru_cache
 from typing import Collection, Iterable, Iterator
 
-from codemods.helpers.patterns import Words
+from codemods.helpers.patterns import Words, any_name
 from codemods.helpers.star_exports import torch_star_exports
 
 _NEWLINE = re.compile(r"\r\n|\n")
@@ -70,7 +70,7 @@ class Scan:
         names = {name for first, last, bound in self.aliases if _any_between(lines, first, last) for name in bound}
         names |= self.names.matching(patterns)  # what a star import or a re-export gives it
         if names:
-            words = Words(r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(names))))
+            words = Words(any_name(names))
             lines.update(self.line_of(start) for start in words.starts(self.source))
         return sorted(lines)
 
