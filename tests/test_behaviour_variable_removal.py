@@ -115,3 +115,24 @@ def test_a_name_bound_to_a_computed_tensor_keeps_its_cut() -> None:
     assert "h = h.detach()" in after_source
     after = run(after_source, "grad_of_w", strict=True)
     assert before.item() == after.item() == 3.0
+
+
+DETACHED_AFTER = """
+import torch
+from torch.autograd import Variable
+
+
+def grad_of_w():
+    w = torch.ones(1, requires_grad=True)
+    h = Variable(w * 3).detach()
+    (h * w).sum().backward()
+    return w.grad, h.requires_grad
+"""
+
+
+def test_a_variable_detached_by_the_next_call_is_detached_once() -> None:
+    """`Variable(w * 3).detach()` becomes `(w * 3).detach()`: the same cut, one call."""
+    after_source = migrate(DETACHED_AFTER, "TM002")
+    assert "h = (w * 3).detach()\n" in after_source
+    before, after = run(DETACHED_AFTER, "grad_of_w"), run(after_source, "grad_of_w", strict=True)
+    assert before[0].item() == after[0].item() == 3.0 and before[1] is after[1] is False

@@ -108,6 +108,7 @@ class VariableRemoval(TensorOrigin, Leftovers, MigrationCodemod):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._loose: set[int] = set()  # ids of original expressions where no parentheses are needed
+        self._detached: set[int] = set()  # ids of original expressions whose `.detach` is taken next
         self._heads: set[str] = set()  # local names through which a rewritten Variable was reached
         self._tensor_types: frozenset[str] = frozenset()  # names (`Tensor`, `self.Tensor`) bound only to legacy types
         self._no_grad = 0  # how many `with torch.no_grad():` blocks enclose the walk
@@ -175,6 +176,10 @@ class VariableRemoval(TensorOrigin, Leftovers, MigrationCodemod):
     def visit_Expr(self, node: cst.Expr) -> None:
         self._mark(node.value)
 
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "detach":  # `Variable(h).detach()` is `h.detach()`, not `h.detach().detach()`
+            self._detached.add(id(node.value))
+
     # -- the rewrite ------------------------------------------------------------------------
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -192,7 +197,7 @@ class VariableRemoval(TensorOrigin, Leftovers, MigrationCodemod):
         flag = arguments.literal(requires_grad.arg.value) if requires_grad else False
         origin = self._origin(data)
         if flag is False or flag is None:
-            if origin == "computed":  # it may carry a graph: `Variable` cut it off
+            if origin == "computed" and id(original_node) not in self._detached:  # it may carry a graph: `Variable` cut it off
                 replacement = _method(_operand(data), "detach")
             else:
                 replacement = data if id(original_node) in self._loose else _operand(data)
