@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from codemods import __version__
+from codemods.engine import git_safe
 
 
 class GitError(RuntimeError):
@@ -34,10 +35,9 @@ def _explain(stderr: str) -> str:
 
 def git(cwd: Path | None, *args: str, timeout: float = 600, what: str | None = None, env: dict | None = None) -> str:
     """Run git; a failure raises `GitError` naming the command (or `what`), the exit status and git's reason."""
-    environ = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}  # never hang on a credential prompt
     what = what or f"git {args[0]}"
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=environ)
+        proc = git_safe.run(*args, cwd=cwd, timeout=timeout, env=env, text=True)  # no repository's command runs
     except FileNotFoundError:
         raise GitError("git is not installed") from None
     except subprocess.TimeoutExpired:
@@ -52,11 +52,37 @@ def clone(source: str, target: Path) -> None:
     git(None, "clone", "--quiet", "--no-hardlinks", source, str(target), what=f"git clone {source}")
 
 
-def checkout_new_branch(repo: Path, branch: str, ref: str | None) -> str:
-    """Create `branch` at `ref` (default: the clone's HEAD); returns the base commit."""
-    base = git(repo, "rev-parse", "--verify", f"{ref or 'HEAD'}^{{commit}}", what=f"finding ref {ref or 'HEAD'}").strip()
-    git(repo, "checkout", "--quiet", "-B", branch, base)
-    return base
+def branch_problem(name: str) -> str | None:
+    """Why `name` cannot be the migration branch (None: it can): what `git check-ref-format --branch`
+    refuses, and the names it takes that would mean something else on a command line or in a refspec."""
+    if name.startswith(("-", "+")):
+        return f"starts with {name[0]!r}, which git reads as an option or a forced push"
+    if name == "@" or "@{" in name:
+        return "is git's shorthand for HEAD or another commit, not a branch name"
+    if name.startswith("refs/"):
+        return "is a full ref name; give the branch's short name (without refs/heads/)"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "contains a control character"
+    try:
+        git(None, "check-ref-format", "--branch", name, what="git check-ref-format --branch")
+    except GitError as exc:
+        return f"is not a valid branch name ({exc})"
+    return None
+
+
+def base_commit(repo: Path, ref: str | None) -> str:
+    """The commit the migration branch starts from: `ref`, default the clone's HEAD."""
+    return git(repo, "rev-parse", "--verify", f"{ref or 'HEAD'}^{{commit}}", what=f"finding ref {ref or 'HEAD'}").strip()
+
+
+def checkout_new_branch(repo: Path, branch: str, base: str) -> None:
+    """Check out `branch` at `base`. A local branch of that name is moved only when every commit
+    the move would drop is in `base`, on a remote or a tag, or the tool's own."""
+    local = ref_sha(repo, f"refs/heads/{branch}")
+    lost = user_commits(repo, local, base, "--remotes", "--tags") if local else []
+    if lost:
+        raise GitError(f"branch {branch!r} in {repo} has commit(s) torch-migrate did not make ({describe(repo, lost)}); not moving it")
+    git(repo, "checkout", "--quiet", "-B" if local else "-b", branch, base)
 
 
 def _config(repo: Path, key: str) -> str | None:
@@ -64,6 +90,10 @@ def _config(repo: Path, key: str) -> str | None:
         return git(repo, "config", "--get", key).strip() or None
     except GitError:
         return None  # not set
+
+
+def origin_url(repo: Path) -> str | None:
+    return _config(repo, "remote.origin.url")
 
 
 def identity(repo: Path) -> dict[str, str]:
@@ -102,18 +132,35 @@ def _trailers(body: str) -> dict[str, str]:
     return {key.strip(): value.strip() for key, value in pairs}
 
 
-def is_tool_commit(repo: Path, sha: str) -> bool:
-    """Made by torch-migrate and unchanged since: its trailers name the tool and its own tree."""
-    tree, _, body = git(repo, "show", "-s", "--format=%T%n%B", sha).partition("\n")
+def _made_by_tool(tree: str, body: str) -> bool:
     trailers = _trailers(body)
     return trailers.get(TOOL_TRAILER, "").startswith("torch-migrate") and trailers.get(TREE_TRAILER) == tree
 
 
+def _commits(repo: Path, *args: str) -> list[tuple[str, bool]]:
+    """(sha, made by torch-migrate and unchanged since) for each commit `git log ARGS` lists, in one git call."""
+    # `log` for its -z; --no-show-signature: a user's log.showSignature would print into the records.
+    records = git(repo, "log", "-z", "--no-show-signature", "--format=%H%n%T%n%B", *args, "--").split("\0")
+    parsed = (record.lstrip("\n").split("\n", 2) for record in records if record.strip())
+    return [(sha, _made_by_tool(tree, rest[0] if rest else "")) for sha, tree, *rest in parsed]
+
+
+def is_tool_commit(repo: Path, sha: str) -> bool:
+    """Made by torch-migrate and unchanged since: its trailers name the tool and its own tree."""
+    return _commits(repo, "-1", sha)[0][1]
+
+
 def user_commits(repo: Path, ref: str, *others: str) -> list[str]:
     """The commits that replacing `ref` would lose and that torch-migrate did not make: those reachable
-    from `ref` and from none of `others` (rev-list arguments such as `--branches`), newest first."""
-    lost = git(repo, "rev-list", ref, "--not", *others).split()
-    return [sha for sha in lost if not is_tool_commit(repo, sha)]
+    from `ref` and from none of `others` (commits or rev-list arguments such as `--branches`), newest first."""
+    return [sha for sha, tool in _commits(repo, ref, "--not", *others) if not tool]
+
+
+def grew_from_tool_commit(repo: Path, tip: str) -> bool:
+    """Whether the branch at `tip` is one torch-migrate made: its first-parent history (the branch's
+    own line, not what was merged into it) holds a migration commit of the tool's."""
+    found = _commits(repo, "--first-parent", f"--grep=^{TOOL_TRAILER}: torch-migrate", tip)
+    return any(tool for _, tool in found)
 
 
 def describe(repo: Path, shas: list[str], limit: int = 3) -> str:

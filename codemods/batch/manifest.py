@@ -26,6 +26,8 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from codemods.batch.git import branch_problem
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -45,6 +47,8 @@ SETTINGS = {
     "target-torch": str,  # the torch the output must run on ("1.13"), as run's and verify's --target-torch
 }
 REPO_ONLY = {"name": str, "path": str, "url": str, "ref": str}
+# A name is one folder inside the work dir (repos/NAME, reports/NAME): never `.`, `..`, a path or an option.
+SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 
 
 class ManifestError(ValueError):
@@ -108,8 +112,24 @@ def _target_torch(value: str, where: str) -> str:
 
 
 def _default_name(source: str) -> str:
-    name = re.sub(r"\.git$", "", source.rstrip("/").rsplit("/", 1)[-1]) or "repo"
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    name = re.sub(r"\.git$", "", source.rstrip("/").rsplit("/", 1)[-1])
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip(".-")[:100] or "repo"
+
+
+def entry_problem(fields: dict) -> str | None:
+    """Why an entry's `name`, `branch` or `ref` cannot be used (None: they can). Checked before any
+    work: the name becomes folders that a rerun removes, the branch and ref go on git's command line."""
+    name, branch, ref = fields.get("name"), fields.get("branch"), fields.get("ref")
+    if name is not None and not SAFE_NAME.fullmatch(name):
+        return (
+            f"`name` {name!r} is not a plain folder name: use up to 100 letters, digits, '_', '.' and '-', "
+            "not starting with '.' or '-' (it names the repository's clone and report folders in the work dir)"
+        )
+    if branch is not None and (problem := branch_problem(branch)):
+        return f"`branch` {branch!r} {problem}"
+    if ref is not None and ref.startswith("-"):
+        return f"`ref` {ref!r} starts with '-', which git reads as an option"
+    return None
 
 
 def load_manifest(path: str | Path) -> list[RepoEntry]:
@@ -125,6 +145,8 @@ def load_manifest(path: str | Path) -> list[RepoEntry]:
     if unknown:
         raise ManifestError(f"{path}: unknown table(s) {', '.join(unknown)} (expected [defaults] and [[repo]])")
     defaults = _settings(data.get("defaults", {}), f"{path}: [defaults]", SETTINGS)
+    if problem := entry_problem(defaults):
+        raise ManifestError(f"{path}: [defaults]: {problem}")
     repos = data.get("repo")
     if not isinstance(repos, list) or not repos:
         raise ManifestError(f"{path}: no [[repo]] entries")
@@ -144,9 +166,11 @@ def load_manifest(path: str | Path) -> list[RepoEntry]:
         else:
             source, is_path = fields.pop("url"), False
         name = fields.pop("name", None) or _default_name(source)
-        if name in names:
+        if problem := entry_problem({**fields, "name": name}):
+            raise ManifestError(f"{where}: {problem}")
+        if name.casefold() in names:  # one folder on a case-insensitive file system
             raise ManifestError(f"{where}: `name` {name!r} is used twice; give one of them a `name`")
-        names.add(name)
+        names.add(name.casefold())
         merged = {**defaults, **fields}
         if merged.get("before_python") and os.sep in merged["before_python"]:
             # Relative to the manifest; not resolved: a venv's python is a symlink to its base.

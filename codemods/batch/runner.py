@@ -7,12 +7,12 @@ import json
 import os
 import shutil
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from codemods import registry
 from codemods.batch import git
-from codemods.batch.manifest import RepoEntry
+from codemods.batch.manifest import RepoEntry, entry_problem
 from codemods.batch.render import markdown_report
 from codemods.batch.result import DONE, FAILED, MIGRATED, REGRESSIONS, UNCHANGED, RepoResult
 
@@ -99,17 +99,20 @@ def process_repo(entry: RepoEntry, settings: BatchSettings) -> RepoResult:
     report_dir = workdir / "reports" / entry.name
     done = fresh = False  # fresh: the clone is this run's own, so an interruption may remove it
     try:
+        if problem := entry_problem(asdict(entry)):  # the manifest's check, for entries made elsewhere too
+            raise ValueError(problem)
         _check_source(entry)
-        _keep_user_work(clone)
+        _check_reclone(clone, workdir, entry.source)
         fresh = True
-        shutil.rmtree(clone, ignore_errors=True)
+        _remove_clone(clone, workdir)
         clone.parent.mkdir(parents=True, exist_ok=True)
         git.clone(entry.source, clone)
         # Before the (long) verification: who commits, and whether the branch may be replaced.
         author = git.identity(Path(entry.source) if entry.is_path else clone)
         target = _publish_target(entry, settings)
-        expected = _replaceable_branch(clone, entry, target)
-        result.base = git.checkout_new_branch(clone, entry.branch, entry.ref)
+        result.base = git.base_commit(clone, entry.ref)
+        expected = _replaceable_branch(clone, entry, target, result.base)
+        git.checkout_new_branch(clone, entry.branch, result.base)
         report, verdict, checked = _verify_and_apply(clone, entry, settings, result)
         if report is not None:
             result.files_changed = len(report.changed)
@@ -151,7 +154,7 @@ def process_repo(entry: RepoEntry, settings: BatchSettings) -> RepoResult:
     finally:
         result.seconds = round(time.monotonic() - started, 2)
         if fresh and not done:  # interrupted: leave nothing half-done behind
-            shutil.rmtree(clone, ignore_errors=True)
+            _remove_clone(clone, workdir, ignore_errors=True)
     return result
 
 
@@ -170,10 +173,26 @@ def _check_source(entry: RepoEntry) -> None:
         raise RuntimeError(f"`path` {source} is not a git repository (no .git in it)")
 
 
-def _keep_user_work(clone: Path) -> None:
-    """The clone under the work dir is rebuilt on every run; refuse if the user worked in it since."""
-    if not (clone / ".git").exists():
+def _remove_clone(clone: Path, workdir: Path, ignore_errors: bool = False) -> None:
+    """Remove a clone of the work dir's; refuses (RuntimeError) any path but a folder directly in its `repos`."""
+    repos = workdir.resolve() / "repos"
+    if clone.name in ("", ".", "..") or clone.is_symlink() or clone.parent.resolve() != repos:
+        raise RuntimeError(f"not removing {clone}: the batch only ever removes its own clones, folders directly in {repos}")
+    if os.path.lexists(clone):
+        shutil.rmtree(clone, ignore_errors=ignore_errors)
+
+
+def _check_reclone(clone: Path, workdir: Path, source: str) -> None:
+    """The clone under the work dir is rebuilt on every run: refuse if what is there is not an earlier
+    clone of `source` made by the batch, or if the user worked in it since."""
+    if not os.path.lexists(clone):
         return
+    git_dir = clone / ".git"  # a real one: git would otherwise read the config of a repository around the work dir
+    if not git_dir.is_dir() or git_dir.is_symlink() or git.origin_url(clone) != source:
+        raise RuntimeError(
+            f"{clone} is in the way and is not the batch's clone of {source}; not removing it: "
+            "move it out of the work dir, or give this repository another `name`"
+        )
     if git.git(clone, "status", "--porcelain"):
         raise RuntimeError(f"{clone} has uncommitted changes; commit or remove them (it is re-cloned on every run)")
     # Commits on its local branches that are not in the source and that the tool did not make.
@@ -194,31 +213,31 @@ def _publish_target(entry: RepoEntry, settings: BatchSettings) -> str | None:
     return "origin" if settings.push else None
 
 
-def _replaceable_branch(clone: Path, entry: RepoEntry, target: str | None) -> str | None:
-    """The tip of the branch that publishing will replace (None: there is none); refuses (RuntimeError)
-    when replacing it would lose a commit torch-migrate did not make.
+def _replaceable_branch(clone: Path, entry: RepoEntry, target: str | None, base: str) -> str | None:
+    """The tip of the branch that publishing will replace with `base` and the migration commit (None:
+    there is none); refuses (RuntimeError) unless it is the tool's own branch and the replacement drops
+    no commit torch-migrate did not make from its history.
 
-    The fresh clone's `origin/*` refs and tags are the target's branches and tags: a commit on the
-    branch that none of the others holds is lost by the replacement, and is only the tool's own
-    when its trailers say so (an earlier run's result, not amended since)."""
+    A commit is the tool's own only when its trailers say so (an earlier run's result, not amended
+    since). A commit kept elsewhere (another branch, a tag) still counts: the branch would no longer
+    hold it. The fresh clone's `origin/*` refs are the target's branches."""
     if target is None:
         return None
     tip = git.ref_sha(clone, f"refs/remotes/origin/{entry.branch}")
     if tip is None:
         return None
-    others = (
-        f"--exclude=refs/remotes/origin/{entry.branch}",
-        "--exclude=refs/remotes/origin/HEAD",  # a symbolic ref, maybe to the branch itself
-        "--glob=refs/remotes/origin/*",
-        "--tags",
-    )
-    foreign = git.user_commits(clone, tip, *others)
+    where = entry.source if entry.is_path else f"origin ({entry.source})"
+    foreign = git.user_commits(clone, tip, base)
     if foreign:
-        where = entry.source if entry.is_path else f"origin ({entry.source})"
         raise RuntimeError(
             f"branch {entry.branch!r} already exists in {where} with {len(foreign)} commit(s) torch-migrate did not make "
             f"({git.describe(clone, foreign)}); not replacing it: merge or rename that branch, "
             f"or give this repository another `branch` in the manifest"
+        )
+    if not git.grew_from_tool_commit(clone, tip):  # a user's branch (main, say) is never moved, not even forward
+        raise RuntimeError(
+            f"branch {entry.branch!r} already exists in {where} and torch-migrate did not make it "
+            f"(its tip: {git.describe(clone, [tip])}); not moving it: give this repository another `branch` in the manifest"
         )
     return tip
 
