@@ -20,7 +20,7 @@ from codemods.engine.discovery import discover
 from codemods.engine.gc_pause import paused_gc
 from codemods.engine.interrupt import Interrupted  # noqa: F401 - raised by migrate()
 from codemods.engine.runner import Plan, apart, in_processes, run_files
-from codemods.engine.source import SourceError, decode
+from codemods.engine.source import SourceError, decode, read_limited, read_open
 from codemods.helpers.context import FileContext
 from codemods.helpers.facts import BY_NAME, Collector, RepoFacts, collect_facts, collectors_for, file_parts, merge_facts
 from codemods.results import FileResult, Problem, Report, Status
@@ -76,6 +76,7 @@ def _facts(
     cache_dir: Path | None = None,
     jobs: int | None = None,
     digests: dict[str, tuple[bytes, int]] | None = None,
+    max_bytes: int = 2_000_000,
 ) -> RepoFacts:
     """The cheap whole-repo first pass: the collectors `specs` need (helpers/facts/), over every
     file they read, in `jobs` processes (it is the one serial step before the parallel pipeline
@@ -84,6 +85,7 @@ def _facts(
     With a cache, the facts of an unchanged set of files are read back whole; else each
     unchanged file's parts are, and only the other files are read. `digests`, when given, gets
     each readable file's content digest and size (with a cache): the runner's lookups key on them.
+    A file over `max_bytes` is read no further than that (the runner refuses it, saying so).
     """
     if not specs:
         return RepoFacts()
@@ -98,8 +100,8 @@ def _facts(
         for path in files:
             try:
                 with open(path, "rb") as handle:
-                    data = handle.read() if store is not None else None
-            except OSError:
+                    data = read_open(handle, max_bytes) if store is not None else None
+            except (OSError, SourceError):
                 continue
             digest = content_digest(data) if data is not None else b""
             readable.append((str(path), digest))
@@ -118,8 +120,8 @@ def _facts(
             if store is not None:
                 store.close()  # a connection is not carried across a fork
             gathered = (collectors, readable, parts, missing, keys, key, jobs)
-            return apart(_gathered, *gathered, None, cache_dir)
-        return _gathered(collectors, readable, parts, missing, keys, key, 1, store)
+            return apart(_gathered, *gathered, None, cache_dir, max_bytes)
+        return _gathered(collectors, readable, parts, missing, keys, key, 1, store, None, max_bytes)
     finally:
         if store is not None:
             store.close()  # freed by the cycle collector only, else (sqlite3's statement cache)
@@ -135,6 +137,7 @@ def _gathered(
     jobs: int,
     store: Cache | None,
     cache_dir: Path | None = None,
+    max_bytes: int = 2_000_000,
 ) -> RepoFacts:
     """The second half of `_facts`: the parts of the files at the `missing` indexes of `readable`
     (in `jobs` processes), stored with `store` (or a Cache of `cache_dir`) under `keys`, merged
@@ -144,7 +147,7 @@ def _gathered(
     store = Cache(cache_dir) if own else store
     try:
         chunks = _chunks(missing, jobs)
-        work = [(names, [readable[index][0] for index in chunk]) for chunk in chunks]
+        work = [(names, [readable[index][0] for index in chunk], max_bytes) for chunk in chunks]
         for chunk, read in zip(chunks, in_processes(_file_parts, work, jobs)):
             for index, found in zip(chunk, read):
                 parts[index] = found
@@ -159,15 +162,15 @@ def _gathered(
             store.close()
 
 
-def _file_parts(job: tuple[tuple[str, ...], list[str]]) -> list[dict]:
-    """Each file's parts for the collectors named (all None for a file that does not decode, or
-    that can no longer be read)."""
-    names, paths = job
+def _file_parts(job: tuple[tuple[str, ...], list[str], int]) -> list[dict]:
+    """Each file's parts for the collectors named (all None for a file that does not decode, that
+    can no longer be read, or that is over the size limit)."""
+    names, paths, max_bytes = job
     collectors = [BY_NAME[name] for name in names]
     found = []
     for path in paths:
         try:
-            text = decode(Path(path).read_bytes()).text
+            text = decode(read_limited(path, max_bytes)).text
         except (OSError, SourceError):
             found.append(dict.fromkeys(names))
             continue
@@ -194,7 +197,9 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
     cache_dir = cache.default_dir(paths, config.source) if options.cache else None
     digests: dict[str, tuple[bytes, int]] = {}
     # no file to migrate: no facts to gather, no era to find (nor their imports, nor the cache)
-    facts = _facts(found.files, specs, cache_dir, options.jobs, digests) if found.files else RepoFacts()
+    facts = RepoFacts()
+    if found.files:
+        facts = _facts(found.files, specs, cache_dir, options.jobs, digests, options.max_bytes)
     plan = Plan(
         specs=specs,
         mode=options.mode,

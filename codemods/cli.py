@@ -14,6 +14,7 @@ from typing import Callable
 import click
 
 from codemods import __version__
+from codemods.cli_errors import Commands, output_writable, write_report
 from codemods.doctor_cli import doctor
 
 FORMATS = ("text", "grouped", "json", "sarif")
@@ -95,17 +96,6 @@ def _events(enabled: bool):
     return lambda message: click.echo(f"… {message}", err=True)
 
 
-def _output_folder_exists(ctx, param, value: str | None) -> str | None:
-    """--output must go into a folder that exists: checked before any file is migrated."""
-    if value is not None:
-        from pathlib import Path
-
-        folder = Path(value).parent
-        if not folder.is_dir():
-            raise click.BadParameter(f"cannot write {value}: folder {folder} does not exist", ctx, param)
-    return value
-
-
 def _interrupted(exc: KeyboardInterrupt, mode: str) -> None:
     """Ctrl-C: say which files were rewritten (each other file is as it was), exit 130."""
     results = getattr(exc, "results", None)  # api.Interrupted: the files finished before it stopped
@@ -121,10 +111,13 @@ def _interrupted(exc: KeyboardInterrupt, mode: str) -> None:
     sys.exit(130)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="torch-migrate")
 def main() -> None:
-    """Upgrade legacy PyTorch code, then prove behaviour did not change."""
+    """Upgrade legacy PyTorch code, then prove behaviour did not change.
+
+    An internal error exits 2 with one line; TORCH_MIGRATE_DEBUG=1 prints its traceback too.
+    """
 
 
 def _progress(enabled: bool):
@@ -162,7 +155,7 @@ def _progress(enabled: bool):
               help="text: one line per finding; grouped: findings under their file.")
 @click.option("--color", "color", type=click.Choice(("auto", "always", "never")), default="auto", show_default=True,
               help="Colour the diff. auto: on a terminal, unless NO_COLOR is set; FORCE_COLOR turns it on.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), callback=_output_folder_exists,
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), callback=output_writable,
               help="Write the report here.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip matching paths (repeatable).")
 @click.option("--no-config", is_flag=True, help="Ignore [tool.torch-migrate] in the target.")
@@ -245,8 +238,7 @@ def _emit(report, fmt: str, output: str | None, color: str = "auto") -> None:
         if output is not None and diff:
             rendered = diff + rendered
     if output is not None:
-        with open(output, "w", encoding="utf-8") as handle:
-            handle.write(rendered + "\n")
+        write_report(output, rendered)
         if fmt in TEXT_FORMATS:
             if report.target_warning:  # a pinned repository is never broken silently
                 click.echo(f"warning: {report.target_warning}", err=True)
@@ -284,8 +276,7 @@ def _run_verified(paths, mode, fmt, output, exclude, no_config, drop_culprits, s
     else:
         rendered = render.text(report) + "\n" + applied.message
     if output is not None:
-        with open(output, "w", encoding="utf-8") as handle:
-            handle.write(rendered + "\n")
+        write_report(output, rendered)
         if report.target_warning:
             click.echo(f"warning: {report.target_warning}", err=True)
         click.echo(applied.message, err=True)
@@ -302,7 +293,7 @@ def _run_verified(paths, mode, fmt, output, exclude, no_config, drop_culprits, s
 @click.option("--rtol", type=click.FloatRange(min=0), default=1e-5, show_default=True, help="Probe: relative tolerance.")
 @click.option("--atol", type=click.FloatRange(min=0), default=1e-8, show_default=True, help="Probe: absolute tolerance.")
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text", show_default=True)
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), callback=_output_folder_exists,
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), callback=output_writable,
               help="Write the report here.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip matching paths (repeatable).")
 @click.option("--no-config", is_flag=True, help="Ignore [tool.torch-migrate] in the target.")
@@ -335,8 +326,7 @@ def verify_(path, select, ignore, unsafe, target_torch, rtol, atol, fmt, output,
         raise click.UsageError(str(exc)) from None
     rendered = render.RENDERERS[fmt](report).rstrip("\n")
     if output is not None:
-        with open(output, "w", encoding="utf-8") as handle:
-            handle.write(rendered + "\n")
+        write_report(output, rendered)
         if report.target_warning:
             click.echo(f"warning: {report.target_warning}", err=True)
         click.echo(render.text(report).splitlines()[-1], err=True)

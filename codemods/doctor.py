@@ -8,13 +8,18 @@ fix); the click command in `doctor_cli.py` only renders it. What the machine say
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
+import subprocess
+import sys
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
 from codemods.engine.discovery import walk
+from codemods.engine.source import SourceError, read_limited
 
 OK, INFO, WARN, FAIL = "ok", "info", "warn", "fail"
 MiB = 1024 * 1024
@@ -68,12 +73,24 @@ class DoctorReport:
 # -- the machine -----------------------------------------------------------------------------------
 
 
-def probe_torch() -> TorchInfo:
-    """What the torch importable here says about itself (imported lazily: it is slow); the same
-    probe `verify` runs in its target interpreter (codemods/torch_probe.py)."""
-    from codemods.torch_probe import describe
+def probe_torch(timeout: float = 300) -> TorchInfo:
+    """What the torch this interpreter imports says about itself: the probe `verify` runs in its
+    target interpreter (codemods/torch_probe.py), run the same way, in a child process started in
+    an empty folder. `python -m`/`-c` put the working directory on sys.path, and doctor is run from
+    inside the project: its own `torch/` folder (or any code it has there) must never be imported."""
+    from codemods import torch_probe
 
-    info = describe()
+    with tempfile.TemporaryDirectory(prefix="torch-migrate-doctor-") as neutral:
+        try:
+            args = [sys.executable, "-c", torch_probe.source()]
+            done = subprocess.run(args, cwd=neutral, capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return TorchInfo(installed=False, error=f"the torch probe did not run: {exc}")
+    line = next((ln for ln in done.stdout.splitlines() if ln.startswith(torch_probe.MARKER)), None)
+    if line is None:
+        why = (done.stderr.strip().splitlines() or ["no answer"])[-1]
+        return TorchInfo(installed=False, error=f"the torch probe failed (exit {done.returncode}): {why}")
+    info = json.loads(line.split(" ", 1)[1])
     if not info["imported"]:
         return TorchInfo(installed=False, error=info["error"])
     if info["error"]:
@@ -125,10 +142,8 @@ def _files(root: Path) -> Iterator[Path]:
 
 def _read(path: Path) -> str | None:
     try:
-        if path.stat().st_size > 2_000_000:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return read_limited(path, 2_000_000).decode("utf-8", errors="replace")
+    except (OSError, SourceError):
         return None
 
 

@@ -75,13 +75,13 @@ def test_a_warm_diff_run_reads_each_file_once(tmp_path: Path, monkeypatch) -> No
     root = _project(tmp_path)
     cold = _run(root, mode="diff")
     reads: list[str] = []
-    real_read = Path.read_bytes
+    real_read = runner.read_limited
 
-    def counting(self: Path) -> bytes:
-        reads.append(self.name)
-        return real_read(self)
+    def counting(path: Path, limit: int) -> bytes:
+        reads.append(path.name)
+        return real_read(path, limit)
 
-    monkeypatch.setattr(Path, "read_bytes", counting)
+    monkeypatch.setattr(runner, "read_limited", counting)
     warm = _run(root, mode="diff")
     assert _comparable(warm) == _comparable(cold)
     assert [name for name in reads if name.endswith(".py")] == []  # the facts pass uses open()

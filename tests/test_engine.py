@@ -11,7 +11,7 @@ import pytest
 
 from codemods import registry
 from codemods.api import Options, migrate, transform_source
-from codemods.engine import pipeline
+from codemods.engine import pipeline, runner
 from codemods.base import MigrationCodemod
 from codemods.results import Status
 
@@ -72,14 +72,14 @@ def test_file_over_the_size_limit_is_reported(tmp_path: Path) -> None:
 def test_unreadable_file_is_reported(tmp_path: Path, monkeypatch) -> None:
     target = tmp_path / "locked.py"
     target.write_text(LEGACY)
-    real = Path.read_bytes
+    real = runner.read_limited
 
-    def denied(self):
-        if self.name == "locked.py":
+    def denied(path, limit):
+        if Path(path).name == "locked.py":
             raise PermissionError(13, "Permission denied")
-        return real(self)
+        return real(path, limit)
 
-    monkeypatch.setattr(Path, "read_bytes", denied)
+    monkeypatch.setattr(runner, "read_limited", denied)
     report = _run([tmp_path], jobs=1)
     (problem,) = report.problems
     assert "cannot read: Permission denied" in problem.reason

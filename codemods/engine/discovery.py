@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
+from codemods.engine import git_safe
+
 SKIP_DIRS = frozenset(
     {
         ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", ".eggs", "build", "dist",
@@ -62,15 +64,14 @@ def _git_listing(directory: Path) -> list[str] | None:
     if not _in_git(directory):
         return None
     try:
-        out = subprocess.run(
-            ["git", "-C", str(directory), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
-            capture_output=True,
-            check=True,
-            timeout=60,
-        ).stdout
+        done = git_safe.run(
+            "-C", str(directory), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ".", timeout=60
+        )
     except (OSError, subprocess.SubprocessError):
         return None
-    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+    if done.returncode != 0:
+        return None
+    return [p for p in done.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
 def _inside(path: Path, root: Path) -> bool:

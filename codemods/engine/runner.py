@@ -14,7 +14,7 @@ from codemods.engine.cache import Cache, FileOutcome, content_digest
 from codemods.engine.gc_pause import paused_gc
 from codemods.engine.interrupt import Interrupted, StopFlag, deferred_interrupt, ignore_sigint
 from codemods.engine.pipeline import transform_source
-from codemods.engine.source import Decoded, SourceError, decode
+from codemods.engine.source import Decoded, SourceError, TooLarge, decode, read_limited
 from codemods.engine.writer import ReadOnly, write_atomic
 from codemods.helpers.context import FileContext
 from codemods.helpers.facts import RepoFacts
@@ -87,12 +87,12 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
     """
     try:
         known = plan.digests.get(str(path)) if cached_only and plan.mode != "write" else None
-        size = known[1] if known is not None else path.stat().st_size  # known: the digest's bytes
-        if size > plan.max_bytes:
-            reason = f"larger than the {plan.max_bytes:,}-byte limit ({size:,} bytes); skipped"
-            return FileResult(display, Status.ERROR, problem=Problem(display, 0, reason))
+        if known is not None and known[1] > plan.max_bytes:  # known: the digest's bytes
+            raise TooLarge(known[1], plan.max_bytes)
         notebook = path.suffix == ".ipynb"
-        data = path.read_bytes() if known is None or notebook else None
+        data = read_limited(path, plan.max_bytes) if known is None or notebook else None
+    except TooLarge as exc:
+        return FileResult(display, Status.ERROR, problem=Problem(display, 0, exc.reason))
     except OSError as exc:
         return FileResult(display, Status.ERROR, problem=Problem(display, 0, f"cannot read: {exc.strerror or exc}"))
 
@@ -300,7 +300,7 @@ def _results(work: list[tuple[int, tuple]], jobs: int, stop: StopFlag) -> Iterat
     """(index, result) for each `(index, job)`: in order in this process, largest files first in
     a pool; after a stop request, only those of the files already done or in progress (a worker
     stops after the file it is on)."""
-    if jobs <= 1 or len(work) < _POOL_THRESHOLD:
+    if jobs <= 1 or len(work) < _POOL_THRESHOLD or not _shared_locks():
         for index, job in work:
             if stop.requested:
                 return
@@ -343,6 +343,20 @@ def _results(work: list[tuple[int, tuple]], jobs: int, stop: StopFlag) -> Iterat
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+@lru_cache(maxsize=1)
+def _shared_locks() -> bool:
+    """Whether processes can share a lock here (a POSIX semaphore: a file in /dev/shm on Linux).
+    Without /dev/shm, or under a file-size limit too low for one, every pool fails at its first
+    lock: the work is then done in this process."""
+    try:
+        import multiprocessing.synchronize  # raises ImportError where there is no sem_open
+
+        multiprocessing.get_context().Lock()
+    except (OSError, ImportError):
+        return False
+    return True
+
+
 def _size(item: tuple[int, tuple]) -> int:
     try:
         return os.path.getsize(item[1][0])
@@ -373,7 +387,7 @@ def in_processes(function: Callable[[T], R], items: Sequence[T], jobs: int | Non
     For work without a crash risk (the pipeline itself goes through `_results`, which survives a
     worker's death)."""
     jobs = jobs or os.cpu_count() or 1
-    if jobs <= 1 or len(items) <= 1:
+    if jobs <= 1 or len(items) <= 1 or not _shared_locks():
         yield from map(function, items)
         return
     import multiprocessing

@@ -1,11 +1,14 @@
-"""Bytes <-> text for Python sources, keeping BOM, declared encoding and line endings."""
+"""Bytes <-> text for Python sources, keeping BOM, declared encoding and line endings; reading
+them within the run's size limit."""
 
 from __future__ import annotations
 
 import codecs
 import io
+import os
 import tokenize
 from dataclasses import dataclass
+from typing import BinaryIO
 
 
 class SourceError(ValueError):
@@ -15,6 +18,34 @@ class SourceError(ValueError):
         super().__init__(reason)
         self.reason = reason
         self.line = line
+
+
+class TooLarge(SourceError):
+    """A file over the run's size limit: refused before it is read, parsed or hashed."""
+
+    def __init__(self, size: int | None, limit: int) -> None:
+        how = f"{size:,} bytes" if size is not None else "it grew past it while being read"
+        super().__init__(f"larger than the {limit:,}-byte limit ({how}); skipped")
+
+
+def read_limited(path: str | os.PathLike, limit: int) -> bytes:
+    """A file's bytes, or `TooLarge` when it holds more than `limit`."""
+    with open(path, "rb") as handle:
+        return read_open(handle, limit)
+
+
+def read_open(handle: BinaryIO, limit: int) -> bytes:
+    """An open file's bytes, or `TooLarge` when it holds more than `limit`.
+
+    The size is asked first, so a huge file costs nothing; and the read stops one byte past the
+    limit, so a file that grows after that stands refused without being read whole either."""
+    size = os.fstat(handle.fileno()).st_size
+    if size > limit:
+        raise TooLarge(size, limit)
+    data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(None, limit)
+    return data
 
 
 @dataclass(frozen=True)

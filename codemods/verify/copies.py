@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from codemods.engine import git_safe
 from codemods.engine.discovery import SKIP_DIRS, walk
 
 # Directories that are never part of a project's source, whatever .gitignore says.
@@ -39,12 +40,10 @@ class Source:
 
 def _git(directory: Path, *args: str) -> str | None:
     try:
-        done = subprocess.run(
-            ["git", "-C", str(directory), *args], capture_output=True, check=True, timeout=120
-        )
+        done = git_safe.run("-C", str(directory), *args, timeout=120)
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.stdout.decode("utf-8", "surrogateescape")
+    return done.stdout.decode("utf-8", "surrogateescape") if done.returncode == 0 else None
 
 
 def _walk(root: Path) -> list[str]:
