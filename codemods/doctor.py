@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from codemods import doctor_launches as launches
+from codemods.doctor_launches import DockerLaunch
 from codemods.engine.discovery import walk
 from codemods.engine.source import SourceError, read_limited
 
@@ -54,9 +56,25 @@ class TorchInfo:
 
 
 @dataclass(frozen=True)
+class Interpreter:
+    """The Python whose torch doctor inspects, and why that one."""
+
+    path: str
+    source: str  # "--python", "VIRTUAL_ENV", "CONDA_PREFIX", "the project's .venv", "torch-migrate's own"
+
+    @property
+    def own(self) -> bool:
+        return self.source == OWN
+
+
+OWN = "torch-migrate's own"
+
+
+@dataclass(frozen=True)
 class DoctorReport:
     path: str
     checks: tuple[Check, ...]
+    python: Interpreter | None = None
 
     @property
     def problems(self) -> tuple[Check, ...]:
@@ -67,22 +85,64 @@ class DoctorReport:
         return 1 if self.problems else 0
 
     def to_dict(self) -> dict:
-        return {"path": self.path, "exit_code": self.exit_code, "checks": [asdict(c) for c in self.checks]}
+        python = asdict(self.python) if self.python is not None else None
+        return {"path": self.path, "python": python, "exit_code": self.exit_code, "checks": [asdict(c) for c in self.checks]}
 
 
 # -- the machine -----------------------------------------------------------------------------------
 
 
-def probe_torch(timeout: float = 300) -> TorchInfo:
-    """What the torch this interpreter imports says about itself: the probe `verify` runs in its
-    target interpreter (codemods/torch_probe.py), run the same way, in a child process started in
-    an empty folder. `python -m`/`-c` put the working directory on sys.path, and doctor is run from
-    inside the project: its own `torch/` folder (or any code it has there) must never be imported."""
+def _env_python(prefix: str | None) -> str | None:
+    """The interpreter of a virtualenv or conda environment folder, if it has one."""
+    if not prefix:
+        return None
+    for name in ("bin/python", "Scripts/python.exe", "python.exe"):
+        candidate = Path(prefix) / name
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+def _same_prefix(prefix: str) -> bool:
+    try:
+        return Path(prefix).resolve() == Path(sys.prefix).resolve()
+    except OSError:
+        return False
+
+
+def project_python(path: str | Path = ".", explicit: str | None = None, environ: dict | None = None) -> Interpreter:
+    """The project's interpreter: --python; else the active virtualenv (VIRTUAL_ENV); else a `.venv`
+    or `venv` in the project folder; else the active conda environment (CONDA_PREFIX); else the
+    interpreter running torch-migrate. An active environment that is torch-migrate's own (the tool
+    run from its venv) gives way to the project's `.venv`: installed apart (pipx), the tool's own
+    environment never has the project's torch."""
+    environ = os.environ if environ is None else environ
+    if explicit:
+        return Interpreter(explicit, "--python")
+    root = Path(path)
+    folder = root if root.is_dir() else root.parent
+    local = next(((name, p) for name in (".venv", "venv") if (p := _env_python(str(folder / name)))), None)
+    active = environ.get("VIRTUAL_ENV")
+    if (found := _env_python(active)) and not (local and _same_prefix(active)):
+        return Interpreter(found, "VIRTUAL_ENV")
+    if local:  # before conda's: its base environment is active in every shell of a conda user
+        return Interpreter(local[1], f"the project's {local[0]}")
+    if found := _env_python(environ.get("CONDA_PREFIX")):
+        return Interpreter(found, "CONDA_PREFIX")
+    return Interpreter(sys.executable, OWN)
+
+
+def probe_torch(python: str | None = None, timeout: float = 300) -> TorchInfo:
+    """What the torch `python` (default: this interpreter) imports says about itself: the probe
+    `verify` runs in its target interpreter (codemods/torch_probe.py), run the same way, in a child
+    process started in an empty folder. `python -m`/`-c` put the working directory on sys.path, and
+    doctor is run from inside the project: its own `torch/` folder (or any code it has there) must
+    never be imported."""
     from codemods import torch_probe
 
     with tempfile.TemporaryDirectory(prefix="torch-migrate-doctor-") as neutral:
         try:
-            args = [sys.executable, "-c", torch_probe.source()]
+            args = [python or sys.executable, "-c", torch_probe.source()]
             done = subprocess.run(args, cwd=neutral, capture_output=True, text=True, timeout=timeout)
         except (OSError, subprocess.SubprocessError) as exc:
             return TorchInfo(installed=False, error=f"the torch probe did not run: {exc}")
@@ -122,14 +182,6 @@ class WorkerUse:
     @property
     def uses_workers(self) -> bool:
         return self.largest > 0 or bool(self.dynamic)
-
-
-@dataclass(frozen=True)
-class DockerLaunch:
-    where: str
-    command: str
-    kind: str  # "run" (a `docker run` command line) | "compose" (a docker-compose service)
-    has_shm: bool
 
 
 def _files(root: Path) -> Iterator[Path]:
@@ -195,85 +247,9 @@ def scan_workers(root: Path) -> WorkerUse:
     return WorkerUse(largest, tuple(dynamic), tuple(where))
 
 
-_DOCKER_RUN = re.compile(r"\b(?:nvidia-docker|docker|podman)\s+(?:container\s+)?run\b")
-_SHM_FLAG = re.compile(r"--shm-size\b|--ipc[= ]+host\b")
-_LAUNCH_FILES = re.compile(r"(?i)(\.(sh|bash|zsh|mk|md|rst|txt|yml|yaml|cfg|toml|ini)$|^makefile$|^dockerfile|^justfile$|^procfile$)")
-_COMPOSE_FILES = re.compile(r"(?i)^(docker-)?compose[\w.-]*\.ya?ml$")
-
-
-def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
-    """Lines with backslash continuations joined, numbered by their first physical line."""
-    start, parts = None, []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if start is None:
-            start = number
-        stripped = line.rstrip()
-        if stripped.endswith("\\"):
-            parts.append(stripped[:-1])
-            continue
-        parts.append(stripped)
-        yield start, " ".join(parts)
-        start, parts = None, []
-    if parts and start is not None:
-        yield start, " ".join(parts)
-
-
-def _compose_services(text: str) -> Iterator[tuple[int, str, str]]:
-    """(line, service name, its block) for each service under a top-level `services:` key."""
-    lines = text.splitlines()
-    in_services, indent, current = False, None, None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            if current:
-                current[2].append(line)
-            continue
-        depth = len(line) - len(line.lstrip())
-        if depth == 0:
-            if current:
-                yield current[0], current[1], "\n".join(current[2])
-                current = None
-            in_services = line.rstrip().startswith("services:")
-            indent = None
-            continue
-        if not in_services:
-            continue
-        if indent is None:
-            indent = depth
-        if depth == indent and line.strip().endswith(":"):
-            if current:
-                yield current[0], current[1], "\n".join(current[2])
-            current = (number, line.strip()[:-1].strip("'\""), [])
-        elif current:
-            current[2].append(line)
-    if current:
-        yield current[0], current[1], "\n".join(current[2])
-
-
-_COMPOSE_SHM = re.compile(r"^\s*(shm_size\s*:|ipc\s*:\s*['\"]?host\b)", re.MULTILINE)
-
-
 def scan_docker(root: Path) -> tuple[DockerLaunch, ...]:
-    """`docker run` command lines (scripts, Makefiles, READMEs, CI files) and compose services."""
-    found = []
-    for path in _files(root):
-        compose = bool(_COMPOSE_FILES.match(path.name))
-        if not compose and not _LAUNCH_FILES.search(path.name):
-            continue
-        text = _read(path)
-        if not text:
-            continue
-        rel = _relative(path, root)
-        if compose:
-            for line, service, block in _compose_services(text):
-                found.append(DockerLaunch(f"{rel}:{line}", f"service {service}", "compose", bool(_COMPOSE_SHM.search(block))))
-        if "run" not in text:
-            continue
-        for line, logical in _logical_lines(text):
-            match = _DOCKER_RUN.search(logical)
-            if match:
-                command = " ".join(logical[match.start() :].split())
-                found.append(DockerLaunch(f"{rel}:{line}", command, "run", bool(_SHM_FLAG.search(command))))
-    return tuple(found)
+    """Container launches: `docker run` command lines and docker-compose services (doctor_launches)."""
+    return launches.scan(_files(root), _read, lambda path: _relative(path, root))
 
 
 # -- the diagnosis ---------------------------------------------------------------------------------
@@ -284,18 +260,27 @@ def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(n) for n in numbers)
 
 
-def check_torch(info: TorchInfo) -> Check:
+def check_torch(info: TorchInfo, python: Interpreter | None = None) -> Check:
+    exe = python.path if python is not None else sys.executable
+    where = f"{exe} ({python.source})" if python is not None else exe
     if not info.installed:
-        return Check("torch", FAIL, f"torch is not importable here ({info.error})", "pip install torch")
+        fix = f"install torch into the project's environment (`{exe} -m pip install torch`)"
+        if python is None or python.own:
+            fix = (
+                "give the project's interpreter with --python (or activate its environment): "
+                f"this is torch-migrate's own; or `{exe} -m pip install torch`"
+            )
+        return Check("torch", FAIL, f"torch is not importable by {where}: {info.error}", fix)
     if _version_tuple(info.version or "0") < MIN_TORCH:
         wanted = ".".join(map(str, MIN_TORCH))
         return Check(
             "torch",
             WARN,
-            f"torch {info.version} is older than {wanted}: migrated code uses newer APIs (torch.amp, set_default_device)",
-            f"pip install 'torch>={wanted}'",
+            f"torch {info.version} (in {where}) is older than {wanted}: migrated code uses newer APIs "
+            "(torch.amp, set_default_device)",
+            f"{exe} -m pip install 'torch>={wanted}'",
         )
-    return Check("torch", OK, f"torch {info.version}")
+    return Check("torch", OK, f"torch {info.version} (in {where})")
 
 
 def check_cuda(info: TorchInfo) -> Check:
@@ -362,20 +347,23 @@ def check_docker(launches: tuple[DockerLaunch, ...], workers: WorkerUse) -> Chec
 def diagnose(
     path: str | Path = ".",
     *,
-    probe: Callable[[], TorchInfo] = probe_torch,
+    python: Interpreter | None = None,
+    probe: Callable[[], TorchInfo] | None = None,
     shm: Callable[[], int | None] = shm_bytes,
 ) -> DoctorReport:
-    """Every check, for the machine this runs on and the repository at `path`."""
+    """Every check, for the machine this runs on, the project's interpreter (`python`, default
+    `project_python(path)`) and the repository at `path`. `probe` stands in for asking it."""
     root = Path(path)
-    info = probe()
+    python = python or project_python(root)
+    info = probe() if probe is not None else probe_torch(python.path)
     workers = scan_workers(root)
     checks = (
-        check_torch(info),
+        check_torch(info, python),
         check_cuda(info),
         check_shm(shm(), workers),
         check_docker(scan_docker(root), workers),
     )
-    return DoctorReport(str(root), checks)
+    return DoctorReport(str(root), checks, python)
 
 
 _LABELS = {OK: "ok  ", INFO: "info", WARN: "WARN", FAIL: "FAIL"}
@@ -383,6 +371,8 @@ _LABELS = {OK: "ok  ", INFO: "info", WARN: "WARN", FAIL: "FAIL"}
 
 def render_text(report: DoctorReport) -> str:
     lines = [f"torch-migrate doctor: {report.path}"]
+    if report.python is not None:
+        lines.append(f"  python: {report.python.path} ({report.python.source})")
     for check in report.checks:
         lines.append(f"  [{_LABELS[check.status]}] {check.name}: {check.message}")
         if check.where and check.status != OK:

@@ -96,7 +96,7 @@ def test_the_real_probes_answer() -> None:
 
 def test_cli_json_and_exit_code(project, monkeypatch: pytest.MonkeyPatch) -> None:
     root = project("docker_workers")
-    monkeypatch.setattr(D, "probe_torch", lambda: CPU_TORCH)
+    monkeypatch.setattr(D, "probe_torch", lambda python=None: CPU_TORCH)
     monkeypatch.setattr(D, "shm_bytes", lambda: DOCKER_DEFAULT_SHM)
     result = CliRunner().invoke(doctor, [str(root), "--format", "json"])
     assert result.exit_code == 1, result.output
