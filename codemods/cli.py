@@ -350,7 +350,7 @@ def batch(manifest, jobs, dask_scheduler, workdir, resume, no_verify, allow_regr
 
     Exit code: 0 all migrated and verified; 1 some with regressions or failures; 2 nothing could run.
     """
-    from codemods.batch import ManifestError, run_batch
+    from codemods.batch import ManifestError, SchedulerError, run_batch
     from codemods.batch.render import summary_table
 
     def progress(result) -> None:
@@ -364,6 +364,9 @@ def batch(manifest, jobs, dask_scheduler, workdir, resume, no_verify, allow_regr
         )  # fmt: skip
     except ManifestError as exc:
         raise click.UsageError(str(exc)) from None
+    except SchedulerError as exc:  # not a usage error: the same command works once the cluster is up
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(2)
     if fmt == "json":
         click.echo(json.dumps(outcome.to_dict(), indent=2))
     else:

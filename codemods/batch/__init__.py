@@ -17,9 +17,13 @@ from codemods.batch.manifest import ManifestError, RepoEntry, load_manifest
 from codemods.batch.runner import DONE, FAILED, MIGRATED, UNCHANGED, BatchSettings, RepoResult, process_plain
 from codemods.engine.writer import replace_atomically
 
-__all__ = ["run_batch", "BatchOutcome", "ManifestError", "RepoResult"]
+__all__ = ["run_batch", "BatchOutcome", "ManifestError", "RepoResult", "SchedulerError"]
 
 STATE = "state.json"
+
+
+class SchedulerError(Exception):
+    """The Dask scheduler of --dask-scheduler cannot be reached: nothing ran."""
 
 
 @dataclass
@@ -78,7 +82,11 @@ def _dask(payloads: list[tuple[dict, dict]], scheduler: str) -> Iterator[dict]:
         from distributed import Client, as_completed
     except ImportError:
         raise ManifestError("--dask-scheduler needs the dask extra: pip install 'torch-migrate[dask]'") from None
-    with Client(scheduler, timeout="30s") as client:
+    try:  # waits as long as dask's `distributed.comm.timeouts.connect` says (30 s unless configured)
+        client = Client(scheduler)
+    except (OSError, ValueError) as exc:  # refused, timed out, no such host, not an address
+        raise SchedulerError(f"cannot reach the Dask scheduler {scheduler}: {exc}") from None
+    with client:
         futures = [client.submit(process_plain, e, s, pure=False, key=f"torch-migrate-{e['name']}") for e, s in payloads]
         try:
             for _, result in as_completed(futures, with_results=True):

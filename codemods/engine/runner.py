@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import os
+import sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -219,6 +220,16 @@ def _process(job: tuple[Path, str, Plan]) -> FileResult:
         return FileResult(display, Status.ERROR, problem=problem)
 
 
+def processes(jobs: int | None) -> int:
+    """How many processes a run of `jobs` (None: one per CPU) may use here: only this one in a
+    daemonic process (a Dask worker's, a multiprocessing pool's), which may start no children."""
+    # A process multiprocessing started has it imported; any other is no daemon (and pays no import)
+    multiprocessing = sys.modules.get("multiprocessing")
+    if multiprocessing is not None and multiprocessing.current_process().daemon:
+        return 1
+    return jobs or os.cpu_count() or 1
+
+
 def run_files(
     files: Sequence[tuple[Path, str]],
     plan: Plan,
@@ -230,7 +241,7 @@ def run_files(
     Ctrl-C stops the run once the files in progress are done, and raises `Interrupted` with the
     results of every file finished (so the caller can name exactly the files rewritten).
     """
-    jobs = jobs or os.cpu_count() or 1
+    jobs = processes(jobs)
     work = [(path, display, plan) for path, display in files]
     done: dict[int, FileResult] = {}
 
@@ -386,7 +397,7 @@ def in_processes(function: Callable[[T], R], items: Sequence[T], jobs: int | Non
 
     For work without a crash risk (the pipeline itself goes through `_results`, which survives a
     worker's death)."""
-    jobs = jobs or os.cpu_count() or 1
+    jobs = processes(jobs)
     if jobs <= 1 or len(items) <= 1 or not _shared_locks():
         yield from map(function, items)
         return
