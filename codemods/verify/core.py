@@ -41,14 +41,15 @@ def verify(
     started = time.monotonic()
     report = VerifyReport(str(path))
     session = Session(Path(path), options, on_event)
-    restore = _terminate_as_interrupt()
+    signals = _Signals()
     try:
         _verify(session, report)
     except Abort as exc:
         report.status, report.message = ERROR, str(exc)
     finally:
-        execute.kill_all()
-        restore()
+        signals.closing = True  # a second Ctrl-C must not cut the clean-up short
+        session.processes.close()
+        signals.restore()
         if options.keep_copies:
             report.copies = str(session.workdir)
         else:
@@ -123,17 +124,34 @@ def _verdict(report: VerifyReport) -> str:
     return "; ".join(parts)
 
 
-def _terminate_as_interrupt() -> Callable[[], None]:
-    """Treat SIGTERM like Ctrl-C while verifying, so the copies and child processes are cleaned up."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
-    def handler(signum, frame):
-        raise KeyboardInterrupt
 
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except (ValueError, OSError):
-        return lambda: None
-    return lambda: signal.signal(signal.SIGTERM, previous)
+class _Signals:
+    """While verifying, SIGTERM and SIGHUP stop verify as Ctrl-C does (`execute.Interrupted`, which
+    the CLI turns into exit 128 + the signal), so the suites are stopped and the copies removed;
+    once `closing`, further signals wait for the clean-up. Main thread only: elsewhere a signal is
+    the caller's."""
+
+    def __init__(self) -> None:
+        self.closing = False
+        self.previous: dict[int, object] = {}
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in STOP_SIGNALS:
+            current = signal.getsignal(signum)
+            if current is signal.SIG_IGN or (signum == signal.SIGINT and current is not signal.default_int_handler):
+                continue  # ignored (`nohup`, `&`) or someone else's: theirs to handle
+            try:
+                self.previous[signum] = signal.signal(signum, self.handle)
+            except (ValueError, OSError):
+                pass
+
+    def handle(self, signum: int, frame) -> None:
+        if not self.closing:
+            raise execute.Interrupted(signum)
+
+    def restore(self) -> None:
+        for signum, previous in self.previous.items():
+            signal.signal(signum, previous)
 

@@ -88,8 +88,9 @@ _cache: dict[tuple[str, str], Device] = {}
 _cache_lock = threading.Lock()
 
 
-def detect(python: str, requested: str = "auto", timeout: float = 180) -> Device:
-    """Ask `python` about itself and torch; raises DeviceError when it cannot run or CUDA is missing."""
+def detect(python: str, requested: str = "auto", timeout: float = 180, processes: execute.Processes | None = None) -> Device:
+    """Ask `python` about itself and torch (a command of `processes`, a verification's); raises
+    DeviceError when it cannot run or CUDA is missing."""
     if requested not in DEVICES:
         raise DeviceError(f"--device must be one of {', '.join(DEVICES)}, not {requested!r}")
     # The answer depends only on the interpreter and on whether GPUs are hidden (cpu).
@@ -97,7 +98,7 @@ def detect(python: str, requested: str = "auto", timeout: float = 180) -> Device
     with _cache_lock:
         found = _cache.get(key)
     if found is None:
-        found = _ask(python, requested, timeout)
+        found = _ask(python, requested, timeout, processes or execute.Processes(watch=False))
         with _cache_lock:
             _cache[key] = found
     found = replace(found, requested=requested)
@@ -111,12 +112,12 @@ def detect(python: str, requested: str = "auto", timeout: float = 180) -> Device
     return found
 
 
-def _ask(python: str, requested: str, timeout: float) -> Device:
+def _ask(python: str, requested: str, timeout: float, processes: execute.Processes) -> Device:
     env = environment(python, requested)
     with tempfile.TemporaryDirectory(prefix="torch-migrate-device-") as neutral:  # no local `torch/`
         try:
             args = [python, "-c", torch_probe.source(), *(["cpu"] if requested == "cpu" else [])]
-            done = execute.run(args, Path(neutral), env, timeout, merge_output=False)
+            done = processes.run(args, Path(neutral), env, timeout, merge_output=False)
         except execute.StartError as exc:
             raise DeviceError(f"the target interpreter cannot start: {exc}") from None
     if done.timed_out:

@@ -1,30 +1,50 @@
-"""Run one command in one copy: its own process group, a timeout, and a kill that reaches children.
+"""Run one command in one copy: its own session, a timeout on all of it, and nothing left behind.
 
-Every process started here is registered so that `kill_all()` can stop it from the main thread
-(Ctrl-C, SIGTERM) while worker threads are blocked waiting on it.
+Each command runs in a session (and process group) of its own, with its output going to a
+temporary file, not a pipe: a child that keeps the output open (`sleep 1000 &`) cannot make a
+run wait past its timeout. When the command ends, times out or is interrupted, its whole group
+and everything tagged with its run (`reaper`) is stopped. `Processes` holds what one
+verification started, so that a signal (Ctrl-C, SIGTERM, SIGHUP) in the main thread stops it
+all while worker threads wait, and so that its watchdog stops it all when verify itself is
+killed.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
-import signal
 import subprocess
+import sys
+import tempfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-TAIL = 4000  # characters of output kept for messages
+from codemods.verify import reaper
 
-_live: set[subprocess.Popen] = set()
-_lock = threading.Lock()
+TAIL = 4000  # characters of output kept for messages
+GRACE = 3.0  # seconds between SIGTERM and SIGKILL
 
 
 class StartError(Exception):
     """The command itself could not be started (missing executable, not executable, bad cwd)."""
+
+
+class Stopped(Exception):
+    """The verification is being stopped: no new command starts."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal asked verify to stop; the CLI exits 128 + `signum`."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 @dataclass(frozen=True)
@@ -44,66 +64,106 @@ class Completed:
         return text[-TAIL:]
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    """SIGTERM the whole group, then SIGKILL what is left after a short grace period."""
-    for sig, grace in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 0.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
+class Processes:
+    """The commands one verification runs, and its watchdog (started with the first of them)."""
+
+    def __init__(self, watch: bool = True) -> None:
+        self.session = uuid.uuid4().hex
+        self.counter = itertools.count(1)
+        self.live: set[subprocess.Popen] = set()
+        self.lock = threading.Lock()
+        self.stopping = False
+        self.watch = watch
+        self.watchdog: subprocess.Popen | None = None
+
+    def run(
+        self, args: Sequence[str] | str, cwd: Path, env: dict[str, str], timeout: float | None, merge_output: bool = True
+    ) -> Completed:
+        """Run `args` (a list, or a shell string) in `cwd`; never raises for the command's own failure."""
+        shell = isinstance(args, str)
+        argv = ["/bin/sh", "-c", args] if shell else list(args)
+        tag = f"{self.session}/{next(self.counter)}"
+        # The child's PWD is its own folder: the user's one points at the original project.
+        env = {**env, "PWD": os.path.abspath(cwd), reaper.TAG: tag}
+        self._start_watchdog()
+        started = time.monotonic()
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            proc = self._spawn(argv, cwd, env, out, subprocess.STDOUT if merge_output else err)
+            code: int | None = None
+            try:
+                code = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                pass
+            finally:
+                self._end(proc, tag)
+            out.seek(0)
+            err.seek(0)
+            decode = lambda b: b.decode("utf-8", "replace")  # noqa: E731
+            done = Completed(code, decode(out.read()), decode(err.read()), time.monotonic() - started)
+        if shell and code in (126, 127) and re.search(r"not found|Permission denied|cannot execute", done.tail):
+            raise StartError(f"cannot start `{args}`: {done.tail.splitlines()[-1] if done.tail else code}")
+        return done
+
+    def _spawn(self, argv: list[str], cwd: Path, env: dict[str, str], out, err) -> subprocess.Popen:
+        with self.lock:  # a stop from another thread either sees this process or prevents it
+            if self.stopping:
+                raise Stopped("verification stopped")
+            try:
+                proc = subprocess.Popen(
+                    argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                    start_new_session=True,  # our Ctrl-C is not theirs; we stop the whole group ourselves
+                )  # fmt: skip
+            except OSError as exc:
+                raise StartError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
+            self.live.add(proc)
+        return proc
+
+    def _end(self, proc: subprocess.Popen, tag: str) -> None:
+        """Stop what is left of the run: the command when it timed out or we were interrupted, and
+        whatever it started that is still running (the test suite is over: nothing may outlive it)."""
+        reaper.stop({proc.pid}, tag, GRACE)
+        proc.wait()
+        with self.lock:
+            self.live.discard(proc)
+
+    def stop(self) -> None:
+        """Stop every running command and start no other (Ctrl-C, SIGTERM, a failure in a worker)."""
+        with self.lock:
+            self.stopping = True
+            running = set(self.live)
+        if running:
+            reaper.stop({p.pid for p in running}, self.session, GRACE)
+
+    def close(self) -> None:
+        """At the end of the verification: nothing it started survives it, the watchdog included."""
+        self.stop()
+        reaper.stop(set(), self.session, GRACE)  # anything tagged that left its group
+        if self.watchdog is not None:
+            self.watchdog.stdin.close()  # it sweeps (nothing is left) and goes
+            try:
+                self.watchdog.wait(timeout=1)
+            except subprocess.TimeoutExpired:  # a process forked from ours holds its stdin open
+                self.watchdog.terminate()
+                self.watchdog.wait()
+
+    def _start_watchdog(self) -> None:
+        with self.lock:
+            if not self.watch or self.watchdog is not None or self.stopping:
                 return
-            time.sleep(0.05)
-
-
-def kill_all() -> None:
-    with _lock:
-        procs = list(_live)
-    for proc in procs:
-        _kill(proc)
+            try:
+                self.watchdog = subprocess.Popen(
+                    [sys.executable, "-I", reaper.__file__, self.session], stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                )  # fmt: skip
+            except OSError:  # no interpreter to run it (an embedded Python): the rest still holds
+                self.watch = False
 
 
 def run(
     args: Sequence[str] | str, cwd: Path, env: dict[str, str], timeout: float | None, merge_output: bool = True
 ) -> Completed:
-    """Run `args` (a list, or a shell string) in `cwd`; never raises for the command's own failure."""
-    shell = isinstance(args, str)
-    argv = ["/bin/sh", "-c", args] if shell else list(args)
-    started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if merge_output else subprocess.PIPE,
-            start_new_session=True,  # our Ctrl-C is not theirs; we stop the whole group ourselves
-        )
-    except OSError as exc:
-        raise StartError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
-    with _lock:
-        _live.add(proc)
-    try:
-        try:
-            out, err = proc.communicate(timeout=timeout)
-            code: int | None = proc.returncode
-        except subprocess.TimeoutExpired:
-            _kill(proc)
-            out, err = proc.communicate()
-            code = None
-    finally:
-        with _lock:
-            _live.discard(proc)
-        if proc.poll() is None:  # interrupted while waiting: leave nothing behind
-            _kill(proc)
-    decode = lambda b: (b or b"").decode("utf-8", "replace")  # noqa: E731
-    done = Completed(code, decode(out), decode(err), time.monotonic() - started)
-    if shell and code in (126, 127) and re.search(r"not found|Permission denied|cannot execute", done.tail):
-        raise StartError(f"cannot start `{args}`: {done.tail.splitlines()[-1] if done.tail else code}")
-    return done
+    """One command outside a verification's `Processes` (no watchdog)."""
+    return Processes(watch=False).run(args, cwd, env, timeout, merge_output)
 
 
 SHELL_SYNTAX = re.compile(r"&&|\|\||[;|<>`]|\$\(")

@@ -62,12 +62,14 @@ def installed_copy(origin: str | None, subs: Iterable[str]) -> bool:
     return all((base / sub).is_file() for sub in subs)
 
 
-def origins(python: str, cwd: Path, env: dict[str, str], names: Iterable[str], timeout: float) -> dict[str, str | None]:
+def origins(
+    python: str, cwd: Path, env: dict[str, str], names: Iterable[str], timeout: float, processes: execute.Processes
+) -> dict[str, str | None]:
     names = sorted(names)
     if not names:
         return {}
     try:
-        done = execute.run([python, "-c", _WHERE, *names], cwd, env, timeout, merge_output=False)
+        done = processes.run([python, "-c", _WHERE, *names], cwd, env, timeout, merge_output=False)
     except execute.StartError:
         return {}
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("TORCH_MIGRATE_IMPORTS ")), None)

@@ -17,7 +17,7 @@ class ProbeRuns(Workspace):
 
     def probe_run(self, project: Path, label: str) -> execute.Completed:
         try:
-            done = execute.run(self.options.probe, project, self.env_for(project), self.options.timeout, merge_output=False)
+            done = self.processes.run(self.options.probe, project, self.env_for(project), self.options.timeout, merge_output=False)
         except execute.StartError as exc:
             raise Abort(f"the probe command cannot start ({label}): {exc}") from None
         if done.timed_out:

@@ -74,7 +74,7 @@ class TestRuns(Workspace):
                 paths = None
         argv = command.argv(xml, paths, cwd=project)
         try:
-            done = execute.run(argv, project, self.env_for(project, command.env), self.options.timeout)
+            done = self.processes.run(argv, project, self.env_for(project, command.env), self.options.timeout)
         except execute.StartError as exc:
             raise Abort(f"the test command cannot start ({label}): {exc}") from None
         if done.timed_out:

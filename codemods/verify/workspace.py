@@ -55,6 +55,7 @@ class Workspace:
         self.target: Target | None = None  # what every migration of this session is for (resolve_target)
         self.target_warning: str | None = None
         self.probe_before: execute.Completed | None = None  # the before side's probe run (probe_phase)
+        self.processes = execute.Processes()  # every command this verification runs
 
     def pmap(self, fn: Callable, items: Sequence) -> list:
         """Map over independent runs, concurrently when there is room; Ctrl-C stops them all."""
@@ -65,7 +66,7 @@ class Workspace:
             futures = [pool.submit(fn, item) for item in items]
             return [f.result() for f in futures]
         except BaseException:
-            execute.kill_all()
+            self.processes.stop()
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -105,7 +106,7 @@ class Workspace:
         rels = [str(Path(self.source.project) / rel) for rel in changed]
         roots = imports.import_roots(root, rels)
         timeout = min(self.options.timeout, 120)
-        found = imports.origins(self.device.python, after, self.env_for(after), roots, timeout)
+        found = imports.origins(self.device.python, after, self.env_for(after), roots, timeout, self.processes)
         leaking = sorted(
             n
             for n, where in found.items()
@@ -115,7 +116,7 @@ class Workspace:
         if not leaking:
             return
         self.pythonpath = sorted({roots[n][0] for n in leaking})
-        found = imports.origins(self.device.python, after, self.env_for(after), leaking, timeout)
+        found = imports.origins(self.device.python, after, self.env_for(after), leaking, timeout, self.processes)
         still = sorted(n for n, where in found.items() if not imports.inside(where, root))
         if still:
             raise Abort(
@@ -178,7 +179,7 @@ class Workspace:
             python = os.path.abspath(python)
         self.say(f"asking {python} ({which}) about torch and CUDA")
         try:
-            return detect(python, self.options.device, timeout=min(self.options.timeout, 300))
+            return detect(python, self.options.device, timeout=min(self.options.timeout, 300), processes=self.processes)
         except DeviceError as exc:
             raise Abort(f"{which} interpreter: {exc}" if self.options.before_python else str(exc)) from None
 
