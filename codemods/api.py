@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from codemods import pins, registry
-from codemods.config import Config, find_config
+from codemods.config import Config, find_config, load_config
 from codemods.engine import cache, pipeline
 from codemods.engine.cache import Cache, content_digest
 from codemods.engine.discovery import discover
@@ -46,6 +46,7 @@ class Options:
     cache: bool = True  # the per-file result cache (engine/cache.py); False: --no-cache
     fail_on_findings: bool = False  # open findings set exit bit 1 (by default only pending rewrites do)
     target_torch: str | None = None  # the torch the output must run on ("1.13"); None: derived (target_for)
+    config_file: str | None = None  # --config: read the settings from this file instead of looking for one
 
 
 def transform_source(
@@ -65,6 +66,8 @@ def transform_source(
 
 
 def _config(paths: Sequence[Path], options: Options) -> Config:
+    if options.config_file is not None:
+        return load_config(Path(options.config_file))
     if not options.use_config or not paths:
         return Config()
     return find_config(paths[0])

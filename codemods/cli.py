@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 from typing import Callable
 
@@ -16,16 +15,14 @@ import click
 
 from codemods import __version__
 from codemods.cli_errors import Commands, output_writable, write_report
+from codemods.cli_options import check_output_options, progress_bar, run_output_options, split_values, verbose_lines
 from codemods.doctor_cli import doctor
 
 FORMATS = ("text", "grouped", "json", "sarif")
 TEXT_FORMATS = ("text", "grouped")  # text: one `path:line:col: CODE [safety] message` line per finding
 
 
-def _codes(value: str | None) -> tuple[str, ...] | None:
-    if value is None:
-        return None
-    return tuple(v.strip() for v in value.split(",") if v.strip())
+_codes = split_values  # `--select A,B --select C`: repeats add up (ruff's lists)
 
 
 def selection_options(command: Callable) -> Callable:
@@ -33,10 +30,13 @@ def selection_options(command: Callable) -> Callable:
     command = click.option(
         "--unsafe/--no-unsafe", default=None, help="Also run codemods marked unsafe (off unless configured)."
     )(command)
-    command = click.option("--ignore", metavar="CODES", help="Codes, names or prefixes to skip.")(command)
     command = click.option(
-        "--select", metavar="CODES", help="Codes, names or prefixes to run, comma-separated (TM001,TM1,cuda-to-device)."
+        "--ignore", metavar="CODES", multiple=True, help="Codes, names or prefixes to skip (repeatable, comma-separated)."
     )(command)
+    command = click.option(
+        "--select", metavar="CODES", multiple=True,
+        help="Codes, names or prefixes to run, comma-separated (TM001,TM1,cuda-to-device); repeats add up.",
+    )(command)  # fmt: skip
     return command
 
 
@@ -112,12 +112,6 @@ def _interrupted(exc: KeyboardInterrupt, mode: str) -> None:
     sys.exit(130)
 
 
-def _verify_stopped(exc: KeyboardInterrupt) -> None:
-    """Ctrl-C, SIGTERM or SIGHUP during verify: its commands are stopped and its copies gone; exit 128 + the signal."""
-    click.echo("interrupted: the tests were stopped and the copies removed", err=True)
-    sys.exit(128 + getattr(exc, "signum", signal.SIGINT))
-
-
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="torch-migrate")
 def main() -> None:
@@ -125,29 +119,6 @@ def main() -> None:
 
     An internal error exits 2 with one line; TORCH_MIGRATE_DEBUG=1 prints its traceback too.
     """
-
-
-def _progress(enabled: bool):
-    """(on_start, on_result, stop) callbacks drawing a rich progress bar on stderr, or no-ops."""
-    if not enabled:
-        return None, None, lambda: None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    progress = Progress(
-        TextColumn("migrating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=Console(stderr=True), transient=True,
-    )  # fmt: skip
-    task = {}
-
-    def on_start(total: int) -> None:
-        progress.start()
-        task["id"] = progress.add_task("files", total=total)
-
-    def on_result(_result) -> None:
-        progress.advance(task["id"])
-
-    return on_start, on_result, progress.stop
 
 
 @main.command()
@@ -167,20 +138,25 @@ def _progress(enabled: bool):
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip matching paths (repeatable).")
 @click.option("--no-config", is_flag=True, help="Ignore [tool.torch-migrate] in the target.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the per-file result cache.")
+@run_output_options
 @click.option("--verify", "verify_first", is_flag=True, help="Verify in copies first; write only if no test regresses.")
 @verify_options
 @click.option("--drop-culprits", is_flag=True, help="With --verify: on regressions, write the migration minus the culprit codemods.")
-def run(paths, mode, fail_on_findings, select, ignore, unsafe, target_torch, jobs, fmt, color, output, exclude, no_config, no_cache, verify_first, drop_culprits, **verify_args) -> None:
-    """Migrate every Python file under PATHS (in place unless --diff/--check).
+def run(paths, mode, fail_on_findings, select, ignore, unsafe, target_torch, jobs, fmt, color, output, exclude, no_config, no_cache,
+        exit_zero, statistics, quiet, verbose, config_file, stdin_filename, verify_first, drop_culprits, **verify_args) -> None:  # fmt: skip
+    """Migrate every Python file under PATHS (in place unless --diff/--check); `-` reads one
+    from stdin and prints it migrated (or, with --diff, its diff).
 
     Exit code (bit flags): 0 clean; 1 a file would be rewritten (with --diff/--check), findings
     remain (with --fail-on-findings), or, with --verify, regressions; 2 a file could not be
     processed (a read-only one among them), or verification could not run. The last line of the
     report says which. 130: interrupted by Ctrl-C; the files already rewritten are listed.
+    --exit-zero keeps only bit 2.
     """
     from codemods import api, registry
     from codemods.config import ConfigError
 
+    check_output_options(paths, fmt, quiet, verbose, statistics, config_file, no_config, stdin_filename, verify_first)
     if verify_first and fail_on_findings:
         raise click.UsageError("--fail-on-findings sets run's exit code; --verify's is its verdict")
     if verify_first:
@@ -196,14 +172,21 @@ def run(paths, mode, fail_on_findings, select, ignore, unsafe, target_torch, job
         select=_codes(select),
         ignore=_codes(ignore),
         unsafe=unsafe,
-        exclude=tuple(exclude),
+        exclude=split_values(exclude) or (),
         jobs=jobs,
         use_config=not no_config,
         cache=not no_cache,
         fail_on_findings=fail_on_findings,
         target_torch=target_torch,
+        config_file=config_file,
     )
-    on_start, on_result, stop = _progress(fmt in TEXT_FORMATS and sys.stderr.isatty() and output is None)
+    shown = {"quiet": quiet, "statistics": statistics}
+    if paths == ("-",):
+        from codemods.cli_stdin import run_stdin
+
+        run_stdin(options, stdin_filename, exit_zero, lambda report, err: _emit(report, fmt, output, color, **shown, err=err))
+    on_start, on_result, stop = progress_bar(fmt in TEXT_FORMATS and sys.stderr.isatty() and output is None and not verbose)
+    on_result, finish = verbose_lines(verbose) if verbose else (on_result, lambda count: None)
     try:
         report = api.migrate(paths, options, on_start=on_start, on_result=on_result)
     except (ConfigError, registry.SelectionError) as exc:
@@ -213,9 +196,11 @@ def run(paths, mode, fail_on_findings, select, ignore, unsafe, target_torch, job
         _interrupted(exc, options.mode)
     finally:
         stop()
-    for warning in report.warnings:
+    finish(len(report.files))
+    report.exit_zero = exit_zero
+    for warning in report.warnings if not quiet else ():
         click.echo(f"warning: {warning}", err=True)
-    _emit(report, fmt, output, color)
+    _emit(report, fmt, output, color, **shown)
     sys.exit(report.exit_code)
 
 
@@ -229,29 +214,31 @@ def _colour(choice: str, output: str | None) -> bool:
     return bool(os.environ.get("FORCE_COLOR")) or sys.stdout.isatty()
 
 
-def _emit(report, fmt: str, output: str | None, color: str = "auto") -> None:
+def _emit(report, fmt: str, output: str | None, color: str = "auto", quiet: bool = False, statistics: bool = False, err: bool = False) -> None:
+    """The report in `fmt`, to `output`, else to stdout (stderr with `err`: `run -` prints the code there)."""
     from codemods.report import sarif, text
+    from codemods.report.statistics import statistics as counts
 
     colour = _colour(color, output)
     if fmt == "json":
-        rendered = json.dumps(report.to_dict(), indent=2)
+        rendered = json.dumps(counts(report) if statistics else report.to_dict(), indent=2)
     elif fmt == "sarif":
         rendered = json.dumps(sarif.render(report), indent=2)
     else:
         diff = text.render_diff(report, colour)
         if diff and output is None:
             click.echo(diff, nl=False, color=colour)  # click strips colour on a pipe unless told
-        rendered = text.render(report, grouped=fmt == "grouped")
+        rendered = text.render(report, grouped=fmt == "grouped", quiet=quiet, statistics=statistics)
         if output is not None and diff:
             rendered = diff + rendered
     if output is not None:
         write_report(output, rendered)
-        if fmt in TEXT_FORMATS:
+        if fmt in TEXT_FORMATS and not quiet:
             if report.target_warning:  # a pinned repository is never broken silently
                 click.echo(f"warning: {report.target_warning}", err=True)
             click.echo("\n".join(rendered.splitlines()[-2:]), err=True)  # the counts and the exit reason
-    else:
-        click.echo(rendered)
+    elif rendered or not quiet:
+        click.echo(rendered, err=err)
 
 
 def _run_verified(paths, mode, fmt, output, exclude, no_config, drop_culprits, select, ignore, unsafe, target_torch, verify_args):
@@ -268,15 +255,13 @@ def _run_verified(paths, mode, fmt, output, exclude, no_config, drop_culprits, s
     if fmt in ("sarif", "grouped"):
         raise click.UsageError("--verify reports as text or json")
     options = _verify_options(
-        select, ignore, unsafe, exclude=tuple(exclude), use_config=not no_config, target_torch=target_torch, **verify_args
+        select, ignore, unsafe, exclude=split_values(exclude) or (), use_config=not no_config, target_torch=target_torch, **verify_args
     )
     try:
         report = verify(paths[0], options, on_event=_events(fmt == "text" and sys.stderr.isatty()))
         applied = apply_verified(paths[0], report, options, drop_culprits=drop_culprits)
     except (ConfigError, registry.SelectionError) as exc:
         raise click.UsageError(str(exc)) from None
-    except KeyboardInterrupt as exc:
-        _verify_stopped(exc)
     if fmt == "json":
         data = {"verify": report.to_dict(), "written": applied.written, "message": applied.message,
                 "dropped": applied.dropped, "migration": applied.migration.to_dict() if applied.migration else None,
@@ -326,15 +311,13 @@ def verify_(path, select, ignore, unsafe, target_torch, rtol, atol, fmt, output,
     from codemods.verify import render, verify
 
     options = _verify_options(
-        select, ignore, unsafe, rtol=rtol, atol=atol, exclude=tuple(exclude), use_config=not no_config,
+        select, ignore, unsafe, rtol=rtol, atol=atol, exclude=split_values(exclude) or (), use_config=not no_config,
         find_culprits=not no_culprits, keep_copies=keep_copies, target_torch=target_torch, **verify_args,
     )  # fmt: skip
     try:
         report = verify(path, options, on_event=_events(fmt == "text" and sys.stderr.isatty()))
     except (ConfigError, registry.SelectionError) as exc:
         raise click.UsageError(str(exc)) from None
-    except KeyboardInterrupt as exc:
-        _verify_stopped(exc)
     rendered = render.RENDERERS[fmt](report).rstrip("\n")
     if output is not None:
         write_report(output, rendered)

@@ -157,3 +157,23 @@ def find_config(start: Path) -> Config:
                 if found is not None:
                     return found
     return Config()
+
+
+def load_config(path: Path) -> Config:
+    """`--config FILE`: the settings of that file, no discovery. A `setup.cfg` (or any `.cfg`/
+    `.ini`) is read for `[torch-migrate]`; a TOML file for `[tool.torch-migrate]` (a
+    pyproject.toml), else its top level (a torch-migrate.toml holding only the settings)."""
+    if not path.is_file():
+        raise ConfigError(f"{path}: --config names no file")
+    if path.suffix in (".cfg", ".ini"):
+        found = _from_setup_cfg(path)
+        if found is None:
+            raise ConfigError(f"{path}: no [torch-migrate] section")
+        return found
+    found = _from_pyproject(path)
+    if found is not None:
+        return found
+    if path.name == "pyproject.toml":
+        raise ConfigError(f"{path}: no [tool.torch-migrate] table")
+    data = tomllib.loads(path.read_text(encoding="utf-8"))  # _from_pyproject read it: it is TOML
+    return _parse(data, path, typed=True)

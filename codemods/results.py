@@ -82,6 +82,7 @@ class Report:
     target: Target | None = None  # the torch the output must run on, and where that came from
     target_warning: str | None = None  # the target is newer than the repository's pin (api.target_warning)
     era: str | None = None  # the torch the code was written for, when a selected codemod asked (TM015)
+    exit_zero: bool = False  # --exit-zero: pending rewrites and findings leave the code 0; errors still 2
 
     @property
     def changed(self) -> list[FileResult]:
@@ -114,12 +115,17 @@ class Report:
         code = 0
         if (self.mode != "write" and self.changed) or (self.fail_on_findings and self.open_findings):
             code |= 1
+        if self.exit_zero:
+            code = 0
         if self.problems:
             code |= 2
         return code
 
     def to_dict(self) -> dict:
-        """Schema version 2: lines and columns count from 1 (version 1 counted columns from 0)."""
+        """Schema version 2: lines and columns count from 1 (version 1 counted columns from 0).
+        A file with a pending rewrite (--diff/--check) lists its `edits` (report/edits.py)."""
+        from codemods.report.edits import file_edits
+
         return {
             "version": 2,
             "mode": self.mode,
@@ -142,6 +148,7 @@ class Report:
                     "findings": [{**x.to_dict(), "column": x.column + 1} for x in f.findings],
                     "error": f.problem.to_dict() if f.problem else None,
                     "notes": list(f.notes),
+                    "edits": [edit.to_dict() for edit in file_edits(f)],
                 }
                 for f in self.files
                 if f.status is not Status.SKIPPED

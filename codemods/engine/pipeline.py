@@ -44,6 +44,11 @@ def _compile_error(code: str, path: str) -> SyntaxError | None:
     return _compiled(code, path, keep_ast=False)[1]
 
 
+def compiles(code: str) -> bool:
+    """The output guard's first test, for output this run did not make (engine/cache.py)."""
+    return _compile_error(code, "<cached>") is None
+
+
 def _compiled(code: str, path: str, keep_ast: bool = True) -> tuple[ast.Module | None, SyntaxError | None]:
     """(CPython's ast of `code`, None), or (None, the SyntaxError compiling it raises). With
     `keep_ast` (an output, whose ast the name guard reads) the text is parsed once and the tree

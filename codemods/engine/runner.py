@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -72,10 +73,17 @@ class Plan:
         return tuple(s for s in self.specs if not any(s.code.startswith(i) or s.name == i for i in ignored))
 
 
+def _lines(text: str) -> list[str]:
+    """Lines as Python, libcst's positions and SARIF count them: ended by CRLF, LF or CR only
+    (str.splitlines also breaks at form feeds and U+2028, and every later line number with them)."""
+    return _LINE.findall(text)
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
 def unified_diff(old: str, new: str, display: str) -> str:
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{display.lstrip('/')}", f"b/{display.lstrip('/')}"
-    )
+    lines = difflib.unified_diff(_lines(old), _lines(new), f"a/{display.lstrip('/')}", f"b/{display.lstrip('/')}")
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 

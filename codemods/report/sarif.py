@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from codemods import __version__
 from codemods.registry import Spec, all_specs
+from codemods.report.edits import Edit, changes, file_edits
 from codemods.results import Report
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-_HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+\d+(?:,(\d+))? @@")
-INFO_URI = "https://pypi.org/project/torch-migrate/"
+# The tool is not published and has no public home yet: no link (SARIF makes `informationUri` optional).
+INFO_URI: str | None = None
 
 
 def _rule(spec: Spec) -> dict:
@@ -37,42 +37,39 @@ def _location(path: str, line: int = 0, column: int = 0, end_line: int = 0) -> d
 def changed_lines(diff: str) -> list[tuple[int, int]]:
     """The (first, last) lines of the original file each change of a unified diff touches; a
     pure insertion is placed on the line it follows (or line 1)."""
-    spans: list[tuple[int, int]] = []
-    old = old_left = new_left = 0
-    removed: list[int] = []
-    inserted = False
-
-    def close() -> None:
-        nonlocal inserted
-        if removed:
-            spans.append((removed[0], removed[-1]))
-        elif inserted:
-            spans.append((max(old - 1, 1), max(old - 1, 1)))
-        removed.clear()
-        inserted = False
-
-    for line in diff.splitlines():
-        if old_left == 0 and new_left == 0:  # between hunks: headers, or the next hunk's @@
-            match = _HUNK.match(line)
-            if match:
-                old, old_left, new_left = int(match[1]), int(match[2] or 1), int(match[3] or 1)
-                old = old if old_left else old + 1  # "-5,0": the insertion comes after line 5
-            continue
-        if line.startswith("-"):
-            removed.append(old)
-            old, old_left = old + 1, old_left - 1
-        elif line.startswith("+"):
-            inserted, new_left = True, new_left - 1
-        elif line.startswith(" ") or line == "":
-            close()
-            old, old_left, new_left = old + 1, old_left - 1, new_left - 1
-        if old_left == 0 and new_left == 0:
-            close()
-    return spans
+    return [
+        (c.line, c.line + c.count - 1) if c.count else (max(c.line - 1, 1), max(c.line - 1, 1)) for c in changes(diff)
+    ]
 
 
 def _lines_text(spans: list[tuple[int, int]]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def _fix_result(path: str, edit: Edit, index: dict[str, int]) -> dict:
+    """One pending rewrite: located on the region it replaces, with that replacement as its fix."""
+    lines = _lines_text([(edit.first_line, edit.last_line)])
+    also = f" (with {', '.join(edit.codes[1:])})" if len(edit.codes) > 1 else ""
+    uri = {"uri": Path(path).as_posix()}
+    return {
+        "ruleId": edit.code,
+        **({"ruleIndex": index[edit.code]} if edit.code in index else {}),
+        "level": "warning",
+        "message": {"text": f"{edit.code}{also} would change this file (lines {lines})"},
+        "locations": [{"physicalLocation": {"artifactLocation": uri, "region": edit.region()}}],
+        "fixes": [
+            {
+                "description": {"text": f"apply the {edit.code} rewrite of lines {lines}"},
+                "artifactChanges": [
+                    {
+                        "artifactLocation": uri,
+                        "replacements": [{"deletedRegion": edit.region(), "insertedContent": {"text": edit.replacement}}],
+                    }
+                ],
+            }
+        ],
+        "properties": {"codes": list(edit.codes)},
+    }
 
 
 def render(report: Report) -> dict:
@@ -92,18 +89,19 @@ def render(report: Report) -> dict:
         )
     if report.mode != "write":
         for changed in report.changed:
+            edits = file_edits(changed)
+            if edits:
+                results.extend(_fix_result(changed.path, edit, index) for edit in edits)
+                continue
             # A notebook's diff counts lines per cell, not in the .ipynb file: no region there.
-            spans = [] if changed.path.endswith(".ipynb") else changed_lines(changed.diff or "")
-            where = f" (lines {_lines_text(spans)})" if spans else ""
-            first, last = spans[0] if spans else (0, 0)
             for code, count in sorted(changed.rewrites.items()):
                 results.append(
                     {
                         "ruleId": code,
                         **({"ruleIndex": index[code]} if code in index else {}),
                         "level": "warning",
-                        "message": {"text": f"{count} rewrite(s) by {code} would change this file{where}"},
-                        "locations": [_location(changed.path, first, 0, last)],
+                        "message": {"text": f"{count} rewrite(s) by {code} would change this file"},
+                        "locations": [_location(changed.path)],
                     }
                 )
     notifications = [
@@ -124,13 +122,14 @@ def render(report: Report) -> dict:
                     "driver": {
                         "name": "torch-migrate",
                         "version": __version__,
-                        "informationUri": INFO_URI,
+                        **({"informationUri": INFO_URI} if INFO_URI else {}),
                         "rules": [_rule(spec) for spec in all_specs()],
                     }
                 },
                 "invocations": [
                     {"executionSuccessful": not report.problems, "toolExecutionNotifications": notifications}
                 ],
+                "columnKind": "unicodeCodePoints",  # libcst's columns, and the edits': str indexes + 1
                 "results": results,
             }
         ],

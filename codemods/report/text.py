@@ -8,6 +8,7 @@ from collections import defaultdict
 import click
 
 from codemods import registry
+from codemods.report.statistics import statistics_lines
 from codemods.results import Finding, Report
 
 
@@ -90,9 +91,10 @@ def exit_reason(report: Report) -> str:
     changed, opened, errors = len(report.changed), len(report.open_findings), len(report.problems)
     why = []
     if report.mode != "write" and changed:
-        why.append(f"{changed} file(s) would change (pending rewrites fail --{report.mode})")
+        fails = "--exit-zero: they do not fail" if report.exit_zero else f"pending rewrites fail --{report.mode}"
+        why.append(f"{changed} file(s) would change ({fails})")
     if report.fail_on_findings and opened:
-        why.append(f"{opened} open finding(s) (--fail-on-findings)")
+        why.append(f"{opened} open finding(s) ({'--exit-zero: they do not fail' if report.exit_zero else '--fail-on-findings'})")
     if errors:
         why.append(f"{errors} file(s) could not be processed")
     if not why:
@@ -105,9 +107,16 @@ def exit_reason(report: Report) -> str:
     return f"exit {report.exit_code}: " + "; ".join(why)
 
 
-def render(report: Report, grouped: bool = False) -> str:
+def render(report: Report, grouped: bool = False, quiet: bool = False, statistics: bool = False) -> str:
+    """The report; `quiet`: only the findings and the errors (no summary); `statistics`: one
+    line per code instead of one per finding."""
     findings = sorted(report.findings, key=_order)
-    lines = _grouped(findings) if grouped else [_one_line(f) for f in findings]
+    if statistics:
+        lines = statistics_lines(report)
+    else:
+        lines = _grouped(findings) if grouped else [_one_line(f) for f in findings]
+    if quiet:
+        return "\n".join(lines + [f"{p}" for p in report.problems])
     if lines:
         lines.append("")
     lines += _changed_files(report) + _rewrite_counts(report)
