@@ -203,6 +203,8 @@ def plan_for(paths: Sequence[Path], options: Options) -> tuple[Plan, Config, lis
     facts = RepoFacts()
     if found.files:
         facts = _facts(found.files, specs, cache_dir, options.jobs, digests, options.max_bytes)
+    if cache_dir is not None and cache.refused(cache_dir):
+        cache_dir = None  # untrusted or locked (a warning says which): the run goes on uncached
     plan = Plan(
         specs=specs,
         mode=options.mode,
@@ -358,6 +360,7 @@ def migrate(
     cwd = str(Path.cwd())
     results = run_files([(f, _display(f, cwd)) for f in files], plan, options.jobs, on_result)
     results.extend(FileResult(p.path, Status.ERROR, problem=p) for p in problems)
+    warnings = (*warnings, *cache.take_notices())  # a cache not used, each said once
     codes = tuple(s.code for s in plan.specs)
     return Report(
         files=results, mode=options.mode, codes=codes, fail_on_findings=options.fail_on_findings, warnings=warnings,
