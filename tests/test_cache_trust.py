@@ -310,19 +310,36 @@ def test_a_non_utf8_file_name_is_cached_without_a_crash(tmp_path: Path, monkeypa
     except (OSError, UnicodeError):
         pytest.skip("this file system refuses a file name that is not UTF-8")
     monkeypatch.chdir(root)
-    checked = _cli("--check")
-    assert (checked.returncode, checked.stderr) == (1, b""), checked.stderr.decode(errors="replace")
     uncached = _run(Path("."), mode="diff", cache=False)  # as the command line names it
     assert 'reduction="sum"' in uncached.files[0].diff
-
+    assert _comparable(_run(Path("."), mode="diff")) == _comparable(uncached)  # cold: computed and stored
     _new_process()
     real = runner.transform_source
     monkeypatch.setattr(runner, "transform_source", lambda *a, **k: pytest.fail("not a cache hit"))
     assert _comparable(_run(Path("."), mode="diff")) == _comparable(uncached)
     monkeypatch.setattr(runner, "transform_source", real)
 
+    # the command line's exit codes, with the cache on: 1 would change, then 0 once written
+    checked = _cli("--check")
+    assert (checked.returncode, checked.stderr) == (1, b""), checked.stderr.decode(errors="replace")
     written = _cli()
     assert (written.returncode, written.stderr) == (0, b""), written.stderr.decode(errors="replace")
     with open(name) as handle:
         assert 'reduction="sum"' in handle.read()
     assert _cli("--check").returncode == 0
+
+
+def test_a_secret_that_cannot_be_written_leaves_nothing_behind(tmp_path: Path) -> None:
+    """Under a file-size limit (or on a full disk) the secret is not made: the run goes uncached,
+    says why, and leaves no half-made key file in the user's config folder."""
+    resource = pytest.importorskip("resource")
+    root = _project(tmp_path)
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16, 16))
+
+    command = [sys.executable, "-m", "codemods", "run", str(root), "--check", "--no-config", "-j", "1"]
+    ran = subprocess.run(command, capture_output=True, text=True, timeout=300, preexec_fn=limited)
+    assert ran.returncode == 1, ran.stderr  # train.py would change
+    assert "cache-key" in ran.stderr and "uncached" in ran.stderr
+    assert os.listdir(tmp_path / "victim-config" / "torch-migrate") == []

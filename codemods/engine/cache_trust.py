@@ -104,17 +104,20 @@ def _make_secret(path: Path) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
-    try:
-        os.write(fd, secrets.token_bytes(SECRET_BYTES))
-    finally:
-        os.close(fd)
-    try:
-        os.link(temporary, path)
-    except FileExistsError:
-        pass  # another process made it first: theirs is the secret
-    except OSError:  # a file system without hard links
-        if not path.exists():
-            os.replace(temporary, path)
+    try:  # whatever fails (a full disk, a file-size limit), the half-made file goes
+        try:
+            written = os.write(fd, secrets.token_bytes(SECRET_BYTES))
+        finally:
+            os.close(fd)
+        if written != SECRET_BYTES:
+            raise OSError(f"wrote {written} of {SECRET_BYTES} bytes")
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass  # another process made it first: theirs is the secret
+        except OSError:  # a file system without hard links
+            if not path.exists():
+                os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
 
