@@ -60,7 +60,7 @@ def transform_source(
     (default: the newest torch the tables know)."""
     chosen = registry.select() if specs is None else specs
     if facts is None and any(s.reads_repo for s in chosen):
-        facts = collect_facts([(path, source)])
+        facts = collect_facts([(path, source)], repair=repaired_text)
     target = target_version(target_torch) if target_torch is not None else NEWEST
     return pipeline.transform_source(source, chosen, FileContext(path=path, facts=facts or RepoFacts(), target_torch=target))
 
@@ -178,8 +178,17 @@ def _file_parts(job: tuple[tuple[str, ...], list[str], int]) -> list[dict]:
             found.append(dict.fromkeys(names))
             continue
         with paused_gc():
-            found.append(file_parts(path, text, collectors))
+            found.append(file_parts(path, text, collectors, repaired_text))
     return found
+
+
+def repaired_text(text: str) -> str | None:
+    """The text the pipeline parses of a file that does not parse: the text stage's repair
+    (TM000), or None. The facts are gathered from it, so that they are the same whether the
+    repair is still to be made (a first run) or was written (a second)."""
+    stage = next((spec for spec in registry.PIPELINE if spec.stage is registry.Stage.TEXT), None)
+    fixed = stage.codemod.repair_text(text) if stage is not None else None
+    return fixed.text if fixed is not None and fixed.edits else None
 
 
 def _chunks(items: list, jobs: int | None) -> list[list]:

@@ -24,6 +24,7 @@ from codemods.gates import (
     import_style,
     legacy_syntax,
     load_map_location,
+    load_trusted_pickles,
     load_weights_only,
     loss_accumulation,
     loss_reduction,
@@ -104,6 +105,9 @@ PIPELINE: tuple[Spec, ...] = (
     loss_accumulation.SPEC,
     # TM301 after TM1xx/TM2xx: TM102 adds `map_location=` first; this adds `weights_only=` after it.
     load_weights_only.SPEC,
+    # TM302 right after TM301, whose decision it shares: it writes weights_only=False only where
+    # TM301 wrote nothing, and TM301 never reads a load that already says weights_only=.
+    load_trusted_pickles.SPEC,
     # TM401 last of the TM4xx slot, after TM3xx: plain Python/NumPy renames no other codemod reads.
     python_compat.SPEC,
 )

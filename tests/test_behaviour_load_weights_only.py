@@ -1,9 +1,13 @@
-"""TM301 behaviour on torch >= 2.6: whole-model pickles load again (weights_only=False), state
-dicts load with weights_only=True, and the results are the saved objects."""
+"""TM301/TM302 behaviour on torch >= 2.6: state dicts load with weights_only=True; a whole-model
+pickle is never made to load unsafely by default: the migrated call keeps torch's safe default
+(it raises UnpicklingError) and is reported with a recipe that works (add_safe_globals); only
+TM302, an --unsafe opt-in, writes weights_only=False, and then the pickle loads."""
 
 from __future__ import annotations
 
+import sys
 import textwrap
+import types
 import warnings
 from pathlib import Path
 
@@ -47,17 +51,51 @@ def run(source: str, saved: dict):
     return namespace["result"]
 
 
-def test_whole_model_loads_again_and_state_dict_is_weights_only(saved: dict) -> None:
+def test_whole_model_stays_safe_and_reported_and_state_dict_is_weights_only(saved: dict) -> None:
     result = transform_source(SNIPPET, [registry.get("TM301")])
     assert "torch.load(path, weights_only=True)" in result.code
-    assert "torch.load(WHOLE, weights_only=False)" in result.code
-    assert [f.line for f in result.findings if f.kind == "finding"] == [10]
+    assert "whole = torch.load(WHOLE)\n" in result.code  # never weakened by default
+    assert "weights_only=False" not in result.code
+    [finding] = [f for f in result.findings if f.kind == "finding"]
+    assert finding.line == 10 and "add_safe_globals" in finding.message and "TM302" in finding.message
 
     with pytest.raises(Exception, match="weights_only"):
         run(SNIPPET, saved)  # torch 2.6+ refuses the pickled module by default
+    with pytest.raises(Exception, match="weights_only"):
+        run(result.code, saved)  # and so does the migrated code: reported, not silently unsafe
+
+
+def test_only_the_unsafe_opt_in_loads_a_whole_model_pickle(saved: dict) -> None:
+    assert registry.get("TM302") not in registry.select()  # not without --unsafe
+    assert registry.get("TM302") in registry.select(unsafe=True)
+    result = transform_source(SNIPPET, registry.select(select=["TM301", "TM302"], unsafe=True))
+    assert "torch.load(path, weights_only=True)" in result.code  # TM302 leaves state dicts to TM301
+    assert "torch.load(WHOLE, weights_only=False)" in result.code
     net_weight, whole_weight = run(result.code, saved)
     torch.testing.assert_close(net_weight, saved["expected"])
     torch.testing.assert_close(whole_weight, saved["expected"])
+
+
+def test_the_reported_safe_globals_recipe_loads_the_checkpoint(tmp_path: Path, monkeypatch) -> None:
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "TM301-load-weights-only" / "safe_globals.in.py"
+    result = transform_source(fixture.read_text(), [registry.get("TM301")])
+    [finding] = [f for f in result.findings if f.kind == "finding"]
+    assert finding.suggestion == "torch.serialization.add_safe_globals([Meter, argparse.Namespace])"
+    assert "torch.load(path)" in result.code
+    path = str(tmp_path / "ckpt.pt")
+    module = types.ModuleType("tm301_safe_globals")  # a real module: pickle finds Meter by name
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace = module.__dict__
+    exec(compile(result.code, "safe_globals.py", "exec"), namespace)
+    namespace["save"](torch.nn.Linear(3, 2), path)
+    with pytest.raises(Exception, match="weights_only|Unsupported global"):
+        namespace["resume"](torch.nn.Linear(3, 2), path)  # as migrated: safe, so it refuses
+    exec(finding.suggestion, namespace)  # the finding's recipe, as given
+    try:
+        meter, options = namespace["resume"](torch.nn.Linear(3, 2), path)
+    finally:
+        torch.serialization.clear_safe_globals()
+    assert meter.total == 0.0 and options.lr == 0.1
 
 
 def test_weights_only_true_really_restricts(saved: dict, tmp_path: Path) -> None:
@@ -104,15 +142,18 @@ CHECKPOINT = textwrap.dedent(
 )
 
 
-def test_checkpoint_with_a_numpy_metric_still_loads(tmp_path: Path) -> None:
+def test_checkpoint_with_a_numpy_metric_is_reported_and_loads_with_the_opt_in(tmp_path: Path) -> None:
     pytest.importorskip("numpy")
     result = transform_source(CHECKPOINT, [registry.get("TM301")])
-    assert "torch.load(path, weights_only=False)" in result.code  # the np.float64 rules out True
+    assert "checkpoint = torch.load(path)\n" in result.code  # the np.float64 rules out True: left, reported
     assert 'torch.load(path, weights_only=True)' in result.code  # plain_resume: tensors and numbers only
+    assert [f.line for f in result.findings if f.kind == "finding"] == [10]
     path = str(tmp_path / "ckpt.pt")
     with pytest.raises(Exception, match="[Ww]eights"):
-        _main(CHECKPOINT.replace("checkpoint = torch.load(path)", "checkpoint = torch.load(path, weights_only=True)", 1), path)
-    weight, metric, epoch, other, loss = _main(result.code, path)
+        _main(result.code, path)  # the default migration never loads it unsafely
+    trusted = transform_source(result.code, registry.select(select=["TM302"], unsafe=True)).code
+    assert "torch.load(path, weights_only=False)" in trusted and trusted.count("weights_only=True") == 1
+    weight, metric, epoch, other, loss = _main(trusted, path)
     torch.manual_seed(0)
     expected = torch.nn.Linear(3, 2).weight
     torch.testing.assert_close(weight, expected)
@@ -132,14 +173,16 @@ def test_a_load_that_is_a_state_dict_on_one_path_only_still_loads_a_pretraining_
 
     fixture = Path(__file__).resolve().parents[1] / "fixtures" / "TM301-load-weights-only" / "whole_on_one_path.in.py"
     migrated = transform_source(fixture.read_text(), [registry.get("TM301")]).code
-    assert "torch.load(path, weights_only=False)" in migrated
+    assert "state = torch.load(path)  #" in migrated  # left as it is: safe on torch >= 2.6, and reported
+    migrated = transform_source(migrated, registry.select(select=["TM302"], unsafe=True)).code
+    assert "torch.load(path, weights_only=False)" in migrated  # the --unsafe opt-in
     source = torch.nn.Linear(4, 4)
     path = tmp_path / "pretrained.pt"
     weights = {f"proj.{k}": v for k, v in source.state_dict().items()}
     torch.save({"model": weights, "args": argparse.Namespace(lr=0.1)}, path)
     namespace: dict = {}
     exec(compile(migrated, "whole_on_one_path.py", "exec"), namespace)
-    encoder = namespace["Encoder"](path, finetuned=False)  # the migrated code loads it on torch 2.13
+    encoder = namespace["Encoder"](path, finetuned=False)  # the opted-in code loads it on torch 2.13
     torch.testing.assert_close(encoder.proj.weight, source.weight)
     with pytest.raises(Exception, match="Unsupported global|weights_only"):
         torch.load(path, weights_only=True)  # what weights_only=True would have done

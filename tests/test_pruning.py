@@ -268,7 +268,7 @@ def test_scan_reads_the_statements_on_hit_lines_and_resolves_through_imports() -
 def test_a_declined_codemod_is_asked_again_after_an_earlier_rewrite() -> None:
     # No import binds `torch` here, so TM301's gate declines the file; TM004 then adds
     # `import torch`, and on the new text `torch.load` is TM301's.
-    source = "from torch.cuda.amp import autocast\n\nwith autocast():\n    state = torch.load(path)\n"
+    source = "from torch.cuda.amp import autocast\n\nwith autocast():\n    model.load_state_dict(torch.load(path))\n"
     tm301 = registry.get("TM301")
     assert transform_source(source, [tm301]).code == source
     result = transform_source(source, [registry.get("TM004"), tm301])

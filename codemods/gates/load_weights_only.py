@@ -32,7 +32,7 @@ SPEC = Spec(
     safety=Safety.REVIEW,
     target="codemods.transforms.load_weights_only:LoadWeightsOnly",
     triggers=triggers(),
-    summary="torch.load(f) -> torch.load(f, weights_only=True) for state dicts, else False + finding",
+    summary="torch.load(f) -> torch.load(f, weights_only=True) for state dicts, else a security finding",
     gate=GATE,
     emits=(
         "torch.load(weights_only)",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import field, make_dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from codemods.helpers.facts.classes import (
     CUDA_CLASSES,
@@ -75,10 +75,14 @@ def collectors_for(specs: Sequence) -> tuple[Collector, ...]:
     return tuple(collector for collector in COLLECTORS if collector.name in names)
 
 
-def file_parts(path: str, text: str, collectors: Sequence[Collector] = COLLECTORS) -> dict[str, Part]:
+def file_parts(
+    path: str, text: str, collectors: Sequence[Collector] = COLLECTORS, repair: Callable[[str], str | None] | None = None
+) -> dict[str, Part]:
     """One file's part for each of `collectors` (None: it adds nothing to that fact, because the
     collector does not read it, it does not parse, or its walk failed). Parsed once, and only
-    when a collector reads it."""
+    when a collector reads it. `repair`: the text the pipeline parses of a file that does not
+    parse (TM000's text stage), or None; its facts are that text's, as the codemods see it (else
+    a second run, on the repaired file, would know more and change it again)."""
     reading = [collector for collector in collectors if collector.reads(text)]
     parts: dict[str, Part] = {collector.name: None for collector in collectors}
     if not reading:
@@ -86,7 +90,10 @@ def file_parts(path: str, text: str, collectors: Sequence[Collector] = COLLECTOR
     try:
         file = ParsedFile(path, text, ast.parse(text))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return parts  # the file simply adds nothing
+        fixed = repair(text) if repair is not None else None
+        if fixed is None:
+            return parts  # the file simply adds nothing
+        return file_parts(path, fixed, collectors)
     for collector in reading:
         try:
             parts[collector.name] = collector.collect(file)
@@ -105,6 +112,10 @@ def merge_facts(collectors: Sequence[Collector], files: Iterable[tuple[str, dict
     return RepoFacts(**values)
 
 
-def collect_facts(sources: Iterable[tuple[str, str]], collectors: Sequence[Collector] = COLLECTORS) -> RepoFacts:
+def collect_facts(
+    sources: Iterable[tuple[str, str]],
+    collectors: Sequence[Collector] = COLLECTORS,
+    repair: Callable[[str], str | None] | None = None,
+) -> RepoFacts:
     """Facts from `(path, text)` pairs, as a run gathers them (without its cache)."""
-    return merge_facts(collectors, ((path, file_parts(path, text, collectors)) for path, text in sources))
+    return merge_facts(collectors, ((path, file_parts(path, text, collectors, repair)) for path, text in sources))

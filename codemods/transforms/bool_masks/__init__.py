@@ -100,6 +100,8 @@ class BoolMasks(UintMakers, MaskFlow, MaskValues, MigrationCodemod):
         self._scope: _Scope | None = None
         self._evidence: set[str] = set()
         self._planned: dict[str, str] = {}  # name -> what the imports this codemod adds bind it to
+        self._local: dict[int, frozenset[str]] = {}  # id(maker Call) -> the names its scope binds
+        self._site: int | None = None  # the maker being rewritten
 
     # -- planning, per scope -----------------------------------------------------------------------
 
@@ -154,6 +156,8 @@ class BoolMasks(UintMakers, MaskFlow, MaskValues, MigrationCodemod):
                 )
             else:
                 self._plans[id(call)] = maker.part
+                # a spelling whose head this scope binds itself would not be what the imports bind
+                self._local[id(call)] = frozenset((*scope.values, *scope.opaque, *scope.escaped))
         self._scope = None
 
     # -- the rewrite --------------------------------------------------------------------------------
@@ -165,6 +169,7 @@ class BoolMasks(UintMakers, MaskFlow, MaskValues, MigrationCodemod):
         if not self.available("torch.bool"):
             self.hold_back(original_node, "torch.bool")
             return updated_node
+        self._site = id(original_node)
         replacement = self._bool_call(original_node, updated_node, part)
         if replacement is None:
             self.finding(
@@ -192,6 +197,13 @@ class BoolMasks(UintMakers, MaskFlow, MaskValues, MigrationCodemod):
                 return updated.with_changes(args=args)
         return None
 
+    def _may_import_torch(self) -> bool:
+        """Whether an added `import torch` would bind `torch` to torch and hide nothing."""
+        name = "torch"
+        if name in self._local.get(self._site, ()) or name in self.imports.shadowed:
+            return False
+        return self.imports.aliases.get(name, name) == name and self._planned.get(name, name) == name
+
     def _bool_spelling(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression | None:
         """`torch.uint8` -> `torch.bool`, `th.ByteTensor` -> `th.BoolTensor`, `'torch.ByteTensor'`
         -> `'torch.BoolTensor'`, in the spelling the code uses."""
@@ -205,12 +217,19 @@ class BoolMasks(UintMakers, MaskFlow, MaskValues, MigrationCodemod):
             return None
         module, _, leaf = target.rpartition(".")
         local = self.imports.local_name_for(target)
-        if local is not None and "." in local:
+        taken = self._local.get(self._site, frozenset())
+        if local is not None and "." in local and local.partition(".")[0] not in taken:
             replacement: cst.BaseExpression = cst.parse_expression(local)  # `torch.BoolTensor`
-        elif qualified != "torch.uint8" and self._planned.setdefault(leaf, target) == target and self.imports.aliases.get(leaf, target) == target:
+        elif qualified != "torch.uint8" and leaf not in taken and self._planned.setdefault(leaf, target) == target and self.imports.aliases.get(leaf, target) == target:
             # (not `from torch import bool`, which would hide the builtin; nor a second `BoolTensor`)
             self.add_needed_import(module, leaf)
             replacement = cst.Name(leaf)
+        elif self._may_import_torch():
+            # `from torch import uint8` alone: `import torch` and `torch.bool`, as a later codemod
+            # adding `import torch` (TM101's device) would otherwise let a second run do.
+            self.add_needed_import("torch")
+            self._planned["torch"] = "torch"
+            replacement = cst.parse_expression(target)
         else:
             return None
         source, _, byte = qualified.rpartition(".")

@@ -1,8 +1,10 @@
-"""TM301: `torch.load` without `weights_only=` -> an explicit choice, with a security finding."""
+"""TM301: `torch.load` without `weights_only=`: `True` where only tensors are loaded, else a
+security finding with the way to keep the load safe (TM302 writes `weights_only=False`, opt-in)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -17,25 +19,39 @@ from codemods.base import traverse
 POSITIONAL = ("f", "map_location", "pickle_module")
 
 
+@dataclass(frozen=True)
+class Decision:
+    """What a load without `weights_only=` holds: `proven` when it is only tensors (a state dict),
+    `why` (the reason, either way) and the classes a matching save writes, where known."""
+
+    proven: bool
+    why: str
+    classes: tuple[str, ...] = ()
+
+
 class LoadWeightsOnly(MigrationCodemod):
-    """Make `torch.load`'s `weights_only=` explicit: `True` for state dicts, else `False` and a finding.
+    """Make `torch.load` weights-only where it loads state dicts; report the loads that may not.
 
     ## What it does
-    Adds `weights_only=` to every `torch.load(...)` that does not pass it. When the loaded object
-    itself flows into `load_state_dict` (as the argument, or through a name assigned from
-    `torch.load` in the same function) it adds `weights_only=True`. When only an entry of it does
-    (`model.load_state_dict(ckpt["model"])`), the rest of the checkpoint decides: the `torch.save`
-    in the same file whose dict has every key the loader reads (a dict literal, `dict(...)`, a name
-    assigned one, or a parameter filled by the file's calls) must hold only state dicts, tensors,
-    numbers and strings for `True`. Otherwise, or when no such save is found, it adds
-    `weights_only=False`, which keeps what the code did before PyTorch 2.6, and reports the call
-    as a security finding that says why.
+    Adds `weights_only=True` to every `torch.load(...)` without `weights_only=` whose result is
+    provably only tensors: the loaded object itself flows into `load_state_dict` (as the
+    argument, or through a name assigned from `torch.load` in the same function), or only an
+    entry of it does (`model.load_state_dict(ckpt["model"])`) and the `torch.save` in the same
+    file whose dict has every key the loader reads (a dict literal, `dict(...)`, a name assigned
+    one, or a parameter filled by the file's calls) holds only state dicts, tensors, numbers and
+    strings. Every other such load is left as it is, with a security finding that says why it
+    may hold more and how to load it: the classes to allow with
+    `torch.serialization.add_safe_globals([...])` (named when the matching save shows them), or
+    `weights_only=False` for a file you trust. It never writes `weights_only=False` itself: that
+    is TM302 (`load-trusted-pickles`), which runs only with `--unsafe`.
 
     ## Why is this bad?
     `torch.load` unpickles: a malicious checkpoint runs arbitrary code. PyTorch 2.6 changed the
-    default to `weights_only=True`, which only allows tensors, primitive types and containers, so
-    legacy code that pickles whole models, optimisers or argparse namespaces fails with an
-    `UnpicklingError` on current torch, while code that only loads state dicts should say so.
+    default to `weights_only=True`, which only allows tensors, primitive types, containers and the
+    classes allowed with `add_safe_globals`. Code that loads state dicts should say so (it then
+    loads the same on every torch). Code that pickles whole models, optimisers' extra objects or
+    `argparse.Namespace` now fails with an `UnpicklingError` that names each refused class; the
+    load stays safe, and the finding says how to make it work without turning the check off.
 
     ## Example
     ```python
@@ -50,20 +66,22 @@ class LoadWeightsOnly(MigrationCodemod):
     import torch
 
     model.load_state_dict(torch.load("weights.pt", weights_only=True))
-    model = torch.load("whole_model.pt", weights_only=False)
+    model = torch.load("whole_model.pt")
     ```
 
-    The second load also gets a finding: a whole pickled object runs code from the file as it
-    loads, so keep `weights_only=False` for files you trust.
+    The second load is unchanged, and reported: on torch 2.6 or newer it refuses a pickled
+    module. Allow its classes (`torch.serialization.add_safe_globals([Net])` before the load, or
+    `with torch.serialization.safe_globals([Net]):` around it), or save a state dict instead;
+    pass `weights_only=False` only for a file you trust (`--unsafe` runs TM302, which writes it).
 
     ## Fix safety
-    Review. `weights_only=True` is right for plain state dicts, and for checkpoint dicts whose
-    every saved entry is provably one; a NumPy scalar, an `argparse.Namespace` or a project's own
-    object next to the state dict would fail to load with it, so those, and checkpoints saved
-    elsewhere (whose contents this file cannot show), get `weights_only=False`.
-    `weights_only=False` keeps the pre-2.6 behaviour and its risk: load only trusted files. A call
-    with `pickle_module=` gets `False` (torch refuses `True` with it); calls with `**kwargs` are
-    reported, not changed.
+    Review. `weights_only=True` is written only where every loaded value is a tensor, a number, a
+    string or a container of those, so it loads the same file the same way on every torch that
+    has the keyword. A checkpoint with a NumPy scalar, an `argparse.Namespace` or a project's
+    own object next to the state dict, a checkpoint saved elsewhere (whose contents this file
+    cannot show) and a whole pickled model are never made unsafe: they keep torch's default,
+    which is the safe load on torch 2.6 and newer. A call with `pickle_module=` (torch then
+    defaults to full unpickling) or `**kwargs` is reported, not changed.
 
     ## References
     - https://pytorch.org/docs/stable/generated/torch.load.html
@@ -104,6 +122,18 @@ class LoadWeightsOnly(MigrationCodemod):
             source = "..."
         return f"{self.code_for(node.func)}({source})"
 
+    def decide(self, original_node: cst.Call, bound: dict) -> Decision:
+        """Whether this load (no `weights_only=`, no `**kwargs`) provably loads only tensors."""
+        if "pickle_module" in bound:
+            return Decision(False, "pickle_module= rules out weights_only=True")
+        if id(original_node) not in self.flows.feeds:
+            return Decision(False, "nothing shows it is a state dict")
+        if id(original_node) in self.flows.partial or self._entries_read(self.flows.names.get(id(original_node))):
+            # Only an entry is a state dict: the rest of the file must be weights-only too.
+            weights, because, classes = self.checkpoints.verdict(original_node)
+            return Decision(weights, f"an entry goes into load_state_dict and {because}", classes)
+        return Decision(True, "the loaded object goes into load_state_dict")
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if self.qualified_name(original_node.func) not in LOADS:
             return updated_node
@@ -114,30 +144,30 @@ class LoadWeightsOnly(MigrationCodemod):
         if any(a.star == "**" for a in updated_node.args):
             self.finding(original_node, f"`{call}` with **kwargs: make sure they set `weights_only=`")
             return updated_node
+        decision = self.decide(original_node, bound)
+        if decision.proven:
+            new = append_args(updated_node, [keyword_arg("weights_only", cst.Name("True"))])
+            return self.rewrite(original_node, updated_node, new, review=f"weights_only=True: {decision.why}")
+        self._report(original_node, call, bound, decision)
+        return updated_node
 
-        why_not = ""
-        if id(original_node) in self.flows.feeds and "pickle_module" not in bound:
-            reason = "the loaded object goes into load_state_dict"
-            weights = True
-            if id(original_node) in self.flows.partial or self._entries_read(self.flows.names.get(id(original_node))):
-                # Only an entry is a state dict: the rest of the file must be weights-only too.
-                weights, because = self.checkpoints.verdict(original_node)
-                reason = f"an entry goes into load_state_dict and {because}"
-                why_not = f"; {because}"
-            if weights:
-                new = append_args(updated_node, [keyword_arg("weights_only", cst.Name("True"))])
-                return self.rewrite(original_node, updated_node, new, review=f"weights_only=True: {reason}")
-
-        new = append_args(updated_node, [keyword_arg("weights_only", cst.Name("False"))])
-        result = self.rewrite(
-            original_node, updated_node, new, review="weights_only=False keeps the pre-2.6 full unpickling"
-        )
-        if result is new:
+    def _report(self, node: cst.Call, call: str, bound: dict, decision: Decision) -> None:
+        """The security finding for a load left as it is: why, and the ways to load the file."""
+        if "pickle_module" in bound:
             self.finding(
-                original_node,
-                f"security: `{call}` unpickles arbitrary objects (weights_only=False{why_not}); load only"
-                " trusted files, or save a state_dict and load it with weights_only=True"
-                + (" (pickle_module= rules out weights_only=True)" if "pickle_module" in bound else ""),
-                suggestion="weights_only=True",
+                node,
+                f"security: `{call}` with pickle_module= unpickles arbitrary objects (torch then defaults"
+                " to weights_only=False): load only trusted files, or save a state_dict and load it"
+                " with weights_only=True and no pickle_module",
+                suggestion="weights_only=True without pickle_module=",
             )
-        return result
+            return
+        allow = f"torch.serialization.add_safe_globals([{', '.join(decision.classes)}])"
+        classes = f"allow its classes with `{allow}` before it" if decision.classes else "allow the classes torch's error names with `torch.serialization.add_safe_globals([...])`"
+        self.finding(
+            node,
+            f"security: `{call}` may hold more than tensors ({decision.why}): torch >= 2.6 loads it with"
+            f" weights_only=True, which refuses pickled objects (UnpicklingError). To keep it safe, {classes}"
+            " or save a state_dict; only for a file you trust, weights_only=False (TM302, with --unsafe)",
+            suggestion=allow if decision.classes else "weights_only=False, for a trusted file only",
+        )

@@ -54,6 +54,10 @@ class _Checkpoints(cst.CSTVisitor):
         self.functions: dict[str, list[_Scope]] = {}
         self.loads: dict[int, tuple[_Scope, str | None, set[str]]] = {}  # load id -> scope, name, keys
         self._plain_names: dict[tuple[int, str], bool] = {}
+        self.classes: set[str] = set()  # the classes the module defines
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.add(node.name.value)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         params = tuple(p.name.value for p in (*node.params.posonly_params, *node.params.params))
@@ -241,8 +245,9 @@ class _Checkpoints(cst.CSTVisitor):
             return passed is not None and all(self.plain(v, at, depth + 1) for v, at in passed)
         return bool(values) and all(self.plain(v, home, depth + 1) for v in values)
 
-    def verdict(self, load: cst.Call) -> tuple[bool, str]:
-        """(whether every matching save writes only weights-only values, the reason)."""
+    def verdict(self, load: cst.Call) -> tuple[bool, str, tuple[str, ...]]:
+        """(whether every matching save writes only weights-only values, the reason, the classes
+        of the other values where the file shows them: what `add_safe_globals` would need)."""
         scope, name, keys = self.loads.get(id(load), (None, None, set()))
         if scope is not None and name is not None:
             keys = keys | scope.reads.get(name, set())
@@ -253,12 +258,35 @@ class _Checkpoints(cst.CSTVisitor):
                 if keys <= entries.keys():
                     matching.append(entries)
         if not matching:
-            return False, f"no torch.save in this file writes a dict with the keys read ({shown})"
-        for entries in matching:
-            for key, (value, home) in entries.items():
-                if not self.plain(value, home):
-                    return False, f"the matching torch.save also writes {key!r}: {self.describe(value)}"
-        return True, "every entry the matching torch.save writes is a state dict, tensor, number or string"
+            return False, f"no torch.save in this file writes a dict with the keys read ({shown})", ()
+        refused = [(key, value, home) for entries in matching for key, (value, home) in entries.items() if not self.plain(value, home)]
+        if refused:
+            key, value, _ = refused[0]
+            found = [self.class_of(value, home) for _, value, home in refused]
+            classes = tuple(dict.fromkeys(c for c in found if c is not None)) if None not in found else ()
+            return False, f"the matching torch.save also writes {key!r}: {self.describe(value)}", classes
+        return True, "every entry the matching torch.save writes is a state dict, tensor, number or string", ()
+
+    def class_of(self, expr: cst.BaseExpression, scope: _Scope, depth: int = 0) -> str | None:
+        """The class of an instance the file makes (`Meter()`, `argparse.Namespace(...)`, or a name
+        assigned one), as the file spells it; None where the file does not show it."""
+        if depth > 4:
+            return None
+        if isinstance(expr, cst.Name):
+            found = self._assignments(scope, expr.value)
+            if found is None or len(found[1]) != 1:
+                return None
+            return self.class_of(found[1][0], found[0], depth + 1)
+        if not isinstance(expr, cst.Call):
+            return None
+        func = expr.func
+        if isinstance(func, cst.Name) and func.value in self.classes:
+            return func.value
+        qualified = self.imports.resolve(func) or ""
+        leaf = qualified.rpartition(".")[2]
+        if "." in qualified and leaf[:1].isupper() and not qualified.startswith(("torch.", "numpy.")):
+            return cst.Module([]).code_for_node(func)  # argparse.Namespace: a class, by its spelling
+        return None
 
     @staticmethod
     def describe(value: cst.BaseExpression) -> str:

@@ -1,0 +1,68 @@
+"""TM302: `weights_only=False` on the loads TM301 cannot show to be weights-only (opt-in)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods.gates.load_weights_only import LOADS
+from codemods.helpers import arguments
+from codemods.helpers.arguments import append_args, keyword_arg
+from codemods.transforms.load_weights_only import POSITIONAL, LoadWeightsOnly
+
+
+class LoadTrustedPickles(LoadWeightsOnly):
+    """Keep full unpickling where a load may hold more than tensors: `weights_only=False` (`--unsafe`).
+
+    ## What it does
+    Adds `weights_only=False` to every `torch.load(...)` without `weights_only=` that TM301
+    (`load-weights-only`) cannot show to load only tensors: a whole pickled model, a checkpoint
+    whose matching `torch.save` writes other objects or is not in the file, a load with
+    `pickle_module=`. A load that is provably a state dict is TM301's (`weights_only=True`), and
+    this codemod leaves it alone, whether TM301 runs or not. It runs only with `--unsafe` (or
+    `unsafe = true` in the configuration), and only on code whose files you trust.
+
+    ## Why is this bad?
+    PyTorch 2.6 made `weights_only=True` the default of `torch.load`: a file holding a pickled
+    `nn.Module`, an `argparse.Namespace` or a project's own object now fails to load with an
+    `UnpicklingError`. When every file the code loads is one you made yourself, full unpickling
+    is what the code was written for, and `weights_only=False` says so.
+
+    ## Example
+    ```python
+    import torch
+
+    model = torch.load("whole_model.pt")
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    model = torch.load("whole_model.pt", weights_only=False)
+    ```
+
+    ## Fix safety
+    Unsafe. `weights_only=False` turns off the check that keeps a malicious file from running
+    code as it loads: it restores the behaviour of torch before 2.6 and its risk. The safe ways
+    are TM301's finding (allow the file's classes with `torch.serialization.add_safe_globals`,
+    or save a state dict); use this codemod only where no file the code loads can come from
+    someone else. TM301's security finding stays on each call it changes.
+
+    ## References
+    - https://pytorch.org/docs/stable/generated/torch.load.html
+    - https://pytorch.org/docs/stable/notes/serialization.html#weights-only
+    """
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if self.qualified_name(original_node.func) not in LOADS:
+            return updated_node
+        bound = arguments.bind(updated_node, POSITIONAL)
+        if "weights_only" in bound or any(a.star == "**" for a in updated_node.args):
+            return updated_node  # **kwargs: TM301 reports it; they may set weights_only themselves
+        decision = self.decide(original_node, bound)
+        if decision.proven:
+            return updated_node  # a state dict: TM301's weights_only=True
+        new = append_args(updated_node, [keyword_arg("weights_only", cst.Name("False"))])
+        return self.rewrite(
+            original_node, updated_node, new, review=f"weights_only=False: full unpickling, for trusted files only ({decision.why})"
+        )
