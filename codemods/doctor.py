@@ -276,11 +276,11 @@ def check_torch(info: TorchInfo, python: Interpreter | None = None) -> Check:
         return Check(
             "torch",
             WARN,
-            f"torch {info.version} (in {where}) is older than {wanted}: migrated code uses newer APIs "
+            f"torch {info.version} of {where} is older than {wanted}: migrated code uses newer APIs "
             "(torch.amp, set_default_device)",
             f"{exe} -m pip install 'torch>={wanted}'",
         )
-    return Check("torch", OK, f"torch {info.version} (in {where})")
+    return Check("torch", OK, f"torch {info.version}")  # whose: the report's `python`
 
 
 def check_cuda(info: TorchInfo) -> Check:

@@ -62,7 +62,7 @@ def test_the_active_virtualenv_is_read_by_default(tmp_path: Path, monkeypatch: p
     fake = _fake_python(tmp_path / "venv" / "bin", "2.5.1")
     monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / "venv"))
     check, python = _torch_check(tmp_path)
-    assert check["status"] == "ok" and check["message"].startswith("torch 2.5.1 (in ")
+    assert check["status"] == "ok" and check["message"] == "torch 2.5.1"
     assert python == {"path": str(fake), "source": "VIRTUAL_ENV"}
 
 
