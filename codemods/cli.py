@@ -345,7 +345,7 @@ def batch(manifest, jobs, dask_scheduler, workdir, resume, no_verify, allow_regr
     Exit code: 0 all migrated and verified; 1 some with regressions or failures; 2 nothing could run.
     """
     from codemods.batch import ManifestError, SchedulerError, run_batch
-    from codemods.batch.render import summary_table
+    from codemods.batch.render import print_summary
 
     def progress(result) -> None:
         if fmt == "text":
@@ -364,9 +364,7 @@ def batch(manifest, jobs, dask_scheduler, workdir, resume, no_verify, allow_regr
     if fmt == "json":
         click.echo(json.dumps(outcome.to_dict(), indent=2))
     else:
-        from rich.console import Console
-
-        Console(width=160 if not sys.stdout.isatty() else None).print(summary_table(outcome.results, outcome.resumed))
+        print_summary(outcome.results, outcome.resumed)  # a table, or one line per repository when narrow
         click.echo(f"reports: {workdir}/reports/<repo>/REPORT.md")
     sys.exit(outcome.exit_code)
 

@@ -14,6 +14,7 @@ from typing import Callable, Iterator
 
 from codemods import __version__
 from codemods.batch.manifest import ManifestError, RepoEntry, load_manifest
+from codemods.batch.resume import source_unmoved
 from codemods.batch.runner import DONE, FAILED, MIGRATED, UNCHANGED, BatchSettings, RepoResult, process_plain
 from codemods.engine.writer import replace_atomically
 
@@ -81,7 +82,10 @@ def _dask(payloads: list[tuple[dict, dict]], scheduler: str) -> Iterator[dict]:
     try:
         from distributed import Client, as_completed
     except ImportError:
-        raise ManifestError("--dask-scheduler needs the dask extra: pip install 'torch-migrate[dask]'") from None
+        raise ManifestError(
+            "--dask-scheduler needs the dask extra: pip install '.[dask]' in a torch-migrate clone "
+            "(or pip install 'dask[distributed]')"
+        ) from None
     try:  # waits as long as dask's `distributed.comm.timeouts.connect` says (30 s unless configured)
         client = Client(scheduler)
     except (OSError, ValueError) as exc:  # refused, timed out, no such host, not an address
@@ -124,6 +128,7 @@ def run_batch(
             and saved.get("fingerprint") == entry.fingerprint()
             and saved.get("tool_version") == __version__
             and saved.get("status") in DONE
+            and source_unmoved(saved, entry.source, entry.ref)  # new commits in the source: migrate it again
         ):
             previous[entry.name] = RepoResult(**saved)
             outcome.resumed.add(entry.name)

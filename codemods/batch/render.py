@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
+
 from codemods import registry
 from codemods.batch.result import RepoResult
+
+NARROW_BELOW = 120
+"""Below this many columns the summary is one line per repository (the table needs about 160)."""
 
 def _outcomes(counts: dict[str, int] | None) -> str:
     if not counts:
@@ -77,6 +84,8 @@ def markdown_report(result: RepoResult, diffstat: str, checked, report) -> str:
         fixed = [c.test_id for c in checked.fixed]
         if fixed:
             out += ["**Fixed by the migration:**", "", *(f"- `{t}`" for t in fixed), ""]
+        if getattr(checked, "coverage", None) is not None:
+            out += checked.coverage.markdown()
         if checked.device is not None:
             out += [f"Device: {_device(checked.device)}", ""]
     else:
@@ -122,3 +131,72 @@ def summary_table(results: list[RepoResult], resumed: set[str]):
             ", ".join(r.regressions) or "0", r.branch if r.commit else "—", (r.commit or "—")[:10],
         )  # fmt: skip
     return table
+
+
+def summary_width(stream=None) -> int:
+    """The width the summary is laid out for: $COLUMNS when set, else the terminal's; a pipe or a
+    file (a CI log) gets the wide table."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    stream = stream or sys.stdout
+    if stream.isatty():
+        return shutil.get_terminal_size((160, 24)).columns
+    return 160
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
+def summary_lines(results: list[RepoResult], resumed: set[str], width: int) -> list[str]:
+    """The narrow summary: one line per repository within `width` (what does not fit is left to its
+    REPORT.md): the status first, then what a reader needs next (regressions, tests, files)."""
+    names = max((len(r.name) for r in results), default=4)
+    name_width = min(names, max(width // 6, 8))
+    lines = ["torch-migrate batch (details: each repository's REPORT.md)"]
+    for r in results:
+        head = f"{_fit(r.name, name_width):<{name_width}}  {r.status}" + (" (resumed)" if r.name in resumed else "")
+        if r.status == "failed":
+            lines.append(_fit(f"{head}: {r.message}", width))
+            continue
+        parts = []
+        if r.regressions:
+            parts.append(_count(len(r.regressions), "regression"))
+        if r.tests_before is not None:
+            parts.append(f"tests {_outcomes(r.tests_before)} → {_outcomes(r.tests_after)}")
+        if r.unfixed:
+            parts.append(f"{len(r.unfixed)} unfixed")
+        parts.append(f"{_count(r.files_changed, 'file')}, {_count(sum(r.rewrites.values()), 'rewrite')}")
+        if r.problems:
+            parts.append(f"{len(r.untouched or r.problems)} untouched")
+        if r.commit:
+            parts.append(r.commit[:10])
+        line = head
+        for index, part in enumerate(parts):
+            candidate = f"{line}{': ' if index == 0 else '; '}{part}"
+            room = width if index == len(parts) - 1 else width - 2  # the last part needs no " …" after it
+            if len(candidate) > room:
+                line = _fit(line + " …", width)
+                break
+            line = candidate
+        lines.append(line)
+    return lines
+
+
+def print_summary(results: list[RepoResult], resumed: set[str], width: int | None = None) -> None:
+    """The summary on stdout: the table when `width` (default `summary_width()`) has room for it,
+    else one line per repository."""
+    import click
+
+    width = width or summary_width()
+    if width < NARROW_BELOW:
+        click.echo("\n".join(summary_lines(results, resumed, width)))
+        return
+    from rich.console import Console
+
+    Console(width=width).print(summary_table(results, resumed))

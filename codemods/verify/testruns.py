@@ -7,6 +7,7 @@ flaky test; a rerun that pytest cannot collect falls back to modules, then to th
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -53,10 +54,17 @@ class TestRuns(Workspace):
             self.command = TestCommand.default(self.device.python)
         elif not self.options.probe:
             raise Abort("no tests found (no test_*.py or *_test.py); give --tests CMD or --probe CMD")
-        if self.three and self.command is not None and self.command.pytest is not None:
-            for which, device in (("before", self.before_device), ("target", self.device)):
-                if not device.has_pytest:
-                    raise Abort(f"the {which} interpreter {device.python} cannot import pytest, which runs the tests")
+        if self.command is not None and self.command.pytest is not None:
+            # Two sides: only `python -m pytest` is sure to be the target's (a `pytest` script may be any on PATH).
+            runs_python = os.path.basename(self.command.pytest[0]).startswith("python")
+            sides = (("before", self.before_device), ("target", self.device)) if self.three else (("target", self.device),)
+            for which, device in sides:
+                if not device.has_pytest and (self.three or runs_python):
+                    raise Abort(
+                        f"the {which} interpreter {device.python} cannot import pytest, which runs the tests: give the "
+                        "project's interpreter with --python (in a batch manifest: `python = \"…/bin/python\"`), "
+                        "or install pytest into it"
+                    )
 
     def run_tests(self, project: Path, label: str, targets: Sequence[str] | None = None) -> Run:
         """The test command in `project`; with `targets` (node ids or module ids), only those.
