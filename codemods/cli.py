@@ -67,6 +67,9 @@ def verify_options(command: Callable) -> Callable:
         (
             click.option("--tests", metavar="CMD", help="Test command (default: python -m pytest when there are tests)."),
             click.option("--probe", metavar="CMD", help="A command whose printed numbers must match before and after."),
+            click.option("--smoke", is_flag=True,
+                         help="Also run the generated smoke check (imports, models, scripts' --help) beside the tests;"
+                         " without tests it runs anyway."),
             click.option("--python", "python", metavar="EXE", help="Interpreter of the target (default: active venv's, else this one)."),
             click.option("--before-python", "before_python", metavar="EXE",
                          help="Interpreter the original code runs on today (its torch): three sides, before / baseline / after."),

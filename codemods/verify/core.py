@@ -83,6 +83,8 @@ def _verify(session: Session, report: VerifyReport) -> None:
     if session.command is not None:
         report.test_command = session.command.text
         session.test_phase(report, before, after)
+    if session.smoke:
+        session.smoke_phase(report, before)
     if options.probe:
         session.probe_phase(report, before, after)
     session.unfixed_findings(report)

@@ -16,6 +16,7 @@ from codemods.verify.compare import COUNTED, FLAKY, NEW_FAILING, compare, compar
 from codemods.verify.migration import Unit
 from codemods.verify.model import VerifyReport, WithoutCulprits
 from codemods.verify.probing import ProbeRuns
+from codemods.verify.smoke_discover import is_smoke
 from codemods.verify.testruns import TestRuns
 from codemods.verify.workspace import PROBE
 
@@ -141,7 +142,8 @@ class CulpritSearch(TestRuns, ProbeRuns):
                 run = self.run_tests(project, "without")
                 after = self.side_outcomes(run, first["before"])
                 compared = compare3(first["before"], first["baseline"], after) if self.three else compare(first["before"], after)
-                regressions = [c.id for c in compared if c.kind in COUNTED and c.id not in flaky]
+                regressions = [c.id for c in compared if c.kind in COUNTED and c.id not in flaky and not is_smoke(c.id)]
+            regressions += self.smoke_without(project, report, flaky)
             probe = self.probe_after(project).status if report.probe is not None else None
             report.without_culprits = WithoutCulprits([str(u) for u in units], regressions, probe, migration, files)
         finally:

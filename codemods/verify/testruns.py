@@ -8,6 +8,7 @@ flaky test; a rerun that pytest cannot collect falls back to modules, then to th
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -17,8 +18,10 @@ from codemods.verify.commands import TestCommand, has_tests
 from codemods.verify.compare import FIXED, FLAKY, RERUN, compare, compare3, expand, judge
 from codemods.verify.device import needs_cuda
 from codemods.verify.model import SideRun, VerifyReport, environment_of
+from codemods.verify.smoke import SmokeRuns
+from codemods.verify.smoke_discover import is_smoke
 from codemods.verify.unittest_output import parse_output
-from codemods.verify.workspace import PROBE, SUITE, Abort, Workspace, last_lines
+from codemods.verify.workspace import PROBE, SUITE, Abort, last_lines
 
 MAX_TARGETS = 300  # beyond this many tests a rerun runs the whole command (and stays under ARG_MAX)
 
@@ -39,7 +42,7 @@ class Run:
         return self.tests is not None and self.returncode not in (3, 4)
 
 
-class TestRuns(Workspace):
+class TestRuns(SmokeRuns):
     """Running the test command in a copy, and the test phase of a verification."""
 
     def command_for(self, project: Path) -> TestCommand:
@@ -53,7 +56,9 @@ class TestRuns(Workspace):
         elif has_tests(before):
             self.command = TestCommand.default(self.device.python)
         elif not self.options.probe:
-            raise Abort("no tests found (no test_*.py or *_test.py); give --tests CMD or --probe CMD")
+            self.smoke = True  # no tests: the generated smoke check (smoke.py) is the evidence
+        if self.options.smoke:
+            self.smoke = True
         if self.command is not None and self.command.pytest is not None:
             # Two sides: only `python -m pytest` is sure to be the target's (a `pytest` script may be any on PATH).
             runs_python = os.path.basename(self.command.pytest[0]).startswith("python")
@@ -108,6 +113,12 @@ class TestRuns(Workspace):
         before running (a target it cannot collect), the modules are targeted, then the whole
         command runs: one bad target never decides the others' outcomes.
         """
+        smoke = [i for i in ids if is_smoke(i)]
+        if smoke:
+            found = self.smoke_observe(project, label, smoke)
+            rest = [i for i in ids if not is_smoke(i)]
+            other = self.observe(project, label, rest, seen) if rest else {}
+            return None if other is None else {**other, **found}
         tests = [i for i in ids if i not in (SUITE, PROBE)]
         seen = seen or {}
         plan = sorted({junit.module_of(i) if i in seen and not seen[i].imported else i for i in tests})
@@ -165,6 +176,8 @@ class TestRuns(Workspace):
                 )
             if not first_before.tests and not first_after.tests and first_before.returncode == 5:
                 raise Abort("pytest collected no tests on either side; give --tests CMD or --probe CMD")
+        elif first_before.tests is None and first_after.tests is None and ran_nothing(first_before, first_after):
+            raise Abort(f"the test command ran no test on either side: {last_lines(first_before.tail)}")
         elif first_before.returncode != 0 and first_after.returncode != 0:
             report.notes.append("the test command fails both before and after: no evidence either way")
         other = {"before": first_after, "baseline": first_before, "after": first_before}
@@ -184,13 +197,13 @@ class TestRuns(Workspace):
         self.reruns(report)
         self.device_notes(report)
 
-    def reruns(self, report: VerifyReport) -> None:
+    def reruns(self, report: VerifyReport, changes: Sequence | None = None) -> None:
         """Rerun every changed test on every side; a change that does not hold is flaky.
 
         Each side reruns only the tests it observed (by node id, or by module where its module
         did not import); a rerun that does not observe a test records None: could not rerun.
         """
-        changed = [c for c in report.changes if c.kind in RERUN]
+        changed = [c for c in (report.changes if changes is None else changes) if c.kind in RERUN]
         if not changed or self.options.rerun <= 0:
             return
         labels = self.labels
@@ -225,7 +238,8 @@ class TestRuns(Workspace):
             by_file.setdefault(f.path, []).append(f)
         for c in report.unfixed:
             outcome = self.seen.get("baseline", {}).get(c.id)
-            files = [junit.module_of(c.id), *(outcome.files if outcome else ())]
+            head = self.smoke_checks[c.id].path if c.id in self.smoke_checks else junit.module_of(c.id)
+            files = [head, *(outcome.files if outcome else ())]
             for file in dict.fromkeys(_relative(f, roots, self.source.project) for f in files):
                 c.findings += [f"{f.path}:{f.line}: {f.code} {f.message}" for f in by_file.get(file, [])]
 
@@ -240,6 +254,15 @@ class TestRuns(Workspace):
                 f"{len(moved)} test(s) failed before only because they asked for CUDA on a machine without "
                 "a visible GPU; after migration they run on CPU. On a GPU machine they may have passed before."
             )
+
+
+NO_TESTS_RAN = re.compile(r"^Ran 0 tests?\b|^NO TESTS RAN\b|\bno tests ran\b|\bcollected 0 items\b", re.M)
+
+
+def ran_nothing(*runs: Run) -> bool:
+    """Whether every run says it ran no test (`unittest` finding nothing: "Ran 0 tests ... OK" or,
+    on Python 3.12+, "NO TESTS RAN"; pytest's "no tests ran"): a command like that proves nothing."""
+    return all(NO_TESTS_RAN.search(run.tail) for run in runs)
 
 
 def _relative(file: str, roots: Sequence[Path], project_rel: str) -> str:

@@ -1,0 +1,168 @@
+"""verify on a project without tests: the generated smoke check (codemods/verify/smoke*.py).
+
+fixtures/projects/notests_research (see its README) has no test at all; every kind shows on it:
+a module and a script that only import after the migration (`torch._six`), a model whose forward
+used `torch.symeig` (fixed), models that do not change, a model whose output is noise (flaky) and,
+with tests/faults.py's TM099 removing `Head.reset_parameters`, a regression with its culprit.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from codemods.cli import main
+from codemods.verify.smoke_compare import model_difference
+from codemods.verify.smoke_discover import IMPORT, MODEL, SCRIPT, discover, module_name
+
+from tests import faults
+
+FAULT = {"research/models.py": {"Head.reset_parameters"}}
+CULPRIT = "TM099 on research/models.py"
+
+
+def _verify_json(path: Path, *extra: str) -> dict:
+    result = CliRunner().invoke(main, ["verify", str(path), "--device", "cpu", "--format", "json", *extra])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def broken_report(tmp_path_factory) -> dict:
+    """One verify of the fixture with the fault installed, through the CLI (shared: it takes a while)."""
+    import shutil
+
+    from codemods import registry
+
+    from tests.conftest import PROJECTS
+
+    target = tmp_path_factory.mktemp("smoke") / "notests_research"
+    shutil.copytree(PROJECTS / "notests_research", target, ignore=shutil.ignore_patterns("__pycache__"))
+    pipeline = registry.PIPELINE
+    faults.install(FAULT)
+    try:
+        return _verify_json(target, "--rerun", "1")
+    finally:
+        registry.PIPELINE = pipeline
+
+
+def test_every_kind_shows_on_a_project_without_tests(broken_report) -> None:
+    report = broken_report
+    kinds = {t["id"]: t["kind"] for t in report["tests"]}
+    assert report["exit_code"] == 1, report["message"]
+    assert kinds == {
+        "smoke::import::prepare_data": "unchanged",  # parses sys.argv at import: fails on both sides
+        "smoke::import::research": "unchanged",
+        "smoke::import::research.compat": "fixed",
+        "smoke::import::research.models": "unchanged",
+        "smoke::import::train": "fixed",
+        "smoke::model::research.models.ConvNet": "unchanged",
+        "smoke::model::research.models.Head": "regression",
+        "smoke::model::research.models.NoisyNet": "flaky",
+        "smoke::model::research.models.SpectralNet": "fixed",
+        "smoke::script::prepare_data.py": "unchanged",
+        "smoke::script::train.py": "fixed",
+    }, json.dumps(report["tests"], indent=1)
+    by_id = {t["id"]: t for t in report["tests"]}
+    head = by_id["smoke::model::research.models.Head"]
+    assert (head["before"], head["after"]) == ("passed", "failed")
+    assert head["after_message"].startswith("initial parameter weight: values differ"), head
+    assert head["culprits"] == [CULPRIT] and report["culprits"] == {CULPRIT: ["smoke::model::research.models.Head"]}
+    assert report["without_culprits"]["clean"], report["without_culprits"]
+    compat = by_id["smoke::import::research.compat"]
+    assert compat["before"] == "error" and "torch._six" in compat["before_message"]
+    spectral = by_id["smoke::model::research.models.SpectralNet"]
+    assert "symeig" in spectral["before_message"] and spectral["after"] == "passed"
+    argv = by_id["smoke::import::prepare_data"]
+    assert argv["before"] == argv["after"] == "error" and "SystemExit(2)" in argv["after_message"]
+    assert any("fail on every side" in n and "smoke::import::prepare_data" in n for n in report["notes"])
+    assert report["summary"]["regression"] == 1 and report["summary"]["flaky"] == 1
+    assert report["test_command"] == "smoke check" and [s["label"] for s in report["sides"]] == ["before", "after"]
+
+
+def test_nothing_the_smoke_check_can_run_is_exit_2_with_the_reason(tmp_path) -> None:
+    (tmp_path / "notes.txt").write_text("no python here\n")
+    (tmp_path / "bad-name.py").write_text("import torch\nx = torch.autograd.Variable(torch.ones(1))\n")
+    report = _verify_json(tmp_path)
+    assert report["exit_code"] == 2
+    assert "nothing the smoke check can run" in report["message"], report["message"]
+
+
+def test_a_test_command_that_ran_no_test_is_exit_2_not_ok(tmp_path) -> None:
+    (tmp_path / "lib.py").write_text("import torch\nx = torch.autograd.Variable(torch.ones(1))\n")
+    report = _verify_json(tmp_path, "--tests", "python -m unittest -v", "--rerun", "0")
+    assert report["exit_code"] == 2, report["message"]
+    assert "ran no test" in report["message"]
+
+
+# -- discovery (no subprocess) ---------------------------------------------------------------------
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return tmp_path
+
+
+def test_discovery_builds_models_from_their_defaults_or_the_projects_own_literal_calls(tmp_path) -> None:
+    found = discover(_project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/layers.py": (
+            "from torch import nn\n"
+            "class Block(nn.Module):\n    def __init__(self, dim, act='relu'):\n        super().__init__()\n"
+            "class Free(nn.Module):\n    def __init__(self, dim=3):\n        super().__init__()\n"
+            "class Lin(nn.Linear):\n    pass\n"
+            "class NoSite(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
+            "class Plain:\n    pass\n"
+        ),
+        "pkg/net.py": "from .layers import Block\nclass Deep(Block):\n    pass\n",
+        "run.py": (
+            "import sys\nfrom pkg.layers import Block, Lin, NoSite\nn = int(sys.argv[1])\n"
+            "a = NoSite(n)\nb = Block(16, act='gelu')\nc = Lin(4, 2)\nd = Block(*[1])\n"
+        ),
+        "tests/test_x.py": "from torch import nn\nclass T(nn.Module):\n    pass\n",
+        "setup.py": "from setuptools import setup\n",
+    }))  # fmt: skip
+    models = {c.id: (c.args, c.kwargs, c.site) for c in found.checks if c.kind == MODEL}
+    assert models == {
+        "smoke::model::pkg.layers.Block": (("16",), (("act", "'gelu'"),), "run.py:5"),
+        "smoke::model::pkg.layers.Free": ((), (), ""),
+        "smoke::model::pkg.layers.Lin": (("4", "2"), (), "run.py:6"),  # nn.Linear needs its arguments
+        "smoke::model::pkg.net.Deep": (("16",), (("act", "'gelu'"),), "run.py:5"),  # Block's __init__, by name
+    }
+    assert found.unbuildable == ["pkg.layers.NoSite"]  # its only call passes a variable
+    imports = [c.module for c in found.checks if c.kind == IMPORT]
+    assert imports == ["run", "pkg", "pkg.layers", "pkg.net"]  # no tests/, no setup.py
+    assert [c.kind for c in found.checks if c.kind == SCRIPT] == []  # sys.argv alone is no parser
+
+
+def test_discovery_finds_argument_parsing_scripts_and_src_layouts(tmp_path) -> None:
+    found = discover(_project(tmp_path, {
+        "src/lib/__init__.py": "",
+        "src/lib/core.py": "x = 1\n",
+        "tools/train.py": "import argparse\np = argparse.ArgumentParser()\n",
+        "tools/serve.py": "import click\n@click.command()\ndef cli():\n    pass\n",
+        "tools/plain.py": "print(1)\n",
+        "my-scripts/go.py": "from argparse import ArgumentParser\nArgumentParser().parse_args()\n",
+    }))  # fmt: skip
+    assert found.roots == ["src", "."]
+    assert {c.path for c in found.checks if c.kind == SCRIPT} == {"tools/train.py", "tools/serve.py", "my-scripts/go.py"}
+    assert {c.module for c in found.checks if c.kind == IMPORT} == {"lib", "lib.core", "tools.train", "tools.serve", "tools.plain"}
+    assert module_name("my-scripts/go.py", ["."]) is None
+
+
+def test_model_comparison_names_renamed_keys_even_when_every_number_agrees() -> None:
+    t = {"shape": [2], "dtype": "torch.float32", "sum": 1.0, "abs": 1.0, "sample": [0.5, 0.5]}
+    before = {"state": [["fc.weight", t]], "input": None, "forward": None, "grads": None}
+    renamed = {**before, "state": [["linear.weight", t]]}
+    assert model_difference(before, before, 1e-5, 1e-8) is None
+    assert "missing after: fc.weight; new after: linear.weight" in model_difference(before, renamed, 1e-5, 1e-8)
+    moved = {**before, "state": [["fc.weight", {**t, "sample": [0.5, 0.6]}]]}
+    assert model_difference(before, moved, 1e-5, 1e-8) == "initial parameter fc.weight: values differ (max abs diff 0.1)"
+    ran = {**before, "input": ["float", [2, 5]], "forward": [["out", t]], "grads": []}
+    assert model_difference(ran, {**ran, "input": ["float", [2, 8, 5]]}, 1e-5, 1e-8).startswith("forward accepted input")
+    assert model_difference(ran, {**before, "no_input": "x"}, 1e-5, 1e-8).startswith("forward no longer runs")
