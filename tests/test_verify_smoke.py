@@ -166,3 +166,49 @@ def test_model_comparison_names_renamed_keys_even_when_every_number_agrees() -> 
     ran = {**before, "input": ["float", [2, 5]], "forward": [["out", t]], "grads": []}
     assert model_difference(ran, {**ran, "input": ["float", [2, 8, 5]]}, 1e-5, 1e-8).startswith("forward accepted input")
     assert model_difference(ran, {**before, "no_input": "x"}, 1e-5, 1e-8).startswith("forward no longer runs")
+
+
+def test_batch_report_names_smoke_checks_where_there_were_no_tests() -> None:
+    from types import SimpleNamespace
+
+    from codemods.batch.render import markdown_report
+    from codemods.batch.result import RepoResult
+
+    result = RepoResult("paper", "src", status="regressions", tests_before={"passed": 6, "error": 5},
+                        tests_after={"passed": 8, "failed": 2, "error": 1},
+                        regressions=["smoke::model::research.models.Head"], culprits=[CULPRIT])  # fmt: skip
+    checked = SimpleNamespace(test_command="smoke check", unfixed=[], fixed=[], device=None, coverage=None)
+    text = markdown_report(result, "", checked, None)
+    assert "| smoke checks | 5 error, 6 passed | 1 error, 2 failed, 8 passed |" in text, text
+    assert "No tests: the generated smoke check ran instead" in text
+    assert "- `smoke::model::research.models.Head`" in text and f"Caused by: {CULPRIT}" in text
+
+
+def test_across_torch_versions_the_old_sides_numbers_are_the_reference(project, old_torch_python) -> None:
+    """torch 1.13.1 (before) against 2.13 (baseline, after): the probes exchange plain JSON, and the
+    migrated SpectralNet (torch.linalg.eigh) reproduces what torch.symeig computed on 1.13.1."""
+    report = _verify_json(project("notests_research"), "--before-python", old_torch_python, "--rerun", "1", "--no-culprits")
+    kinds = {t["id"]: t["kind"] for t in report["tests"]}
+    assert report["exit_code"] == 0, report["message"]
+    assert [s["environment"]["torch"][:4] for s in report["sides"]] == ["1.13", "2.13", "2.13"]
+    for fixed in ("research.compat", "train"):
+        assert kinds[f"smoke::import::{fixed}"] == "fixed"
+    spectral = next(t for t in report["tests"] if t["id"] == "smoke::model::research.models.SpectralNet")
+    assert (spectral["before"], spectral["baseline"], spectral["after"], spectral["kind"]) == ("passed", "error", "passed", "fixed")
+    assert kinds["smoke::model::research.models.ConvNet"] == kinds["smoke::model::research.models.Head"] == "unchanged"
+    assert kinds["smoke::model::research.models.NoisyNet"] == "flaky"  # not unfixed: the before side's rerun differs
+
+
+def test_smoke_beside_a_suite_adds_its_checks_to_the_tests(project) -> None:
+    from codemods.verify import VerifyOptions, render, verify
+
+    from tests.test_verify_suites import PYTEST
+
+    options = VerifyOptions(tests=PYTEST, smoke=True, rerun=0, device="cpu", find_culprits=False)
+    report = verify(project("legacy_unittest"), options)
+    kinds = {c.id: c.kind for c in report.changes}
+    assert report.exit_code == 0 and report.test_command == PYTEST, render.text(report)
+    assert kinds["tests/checks_legacy.py::LegacyChecks::test_scale"] == "fixed"  # the suite, as without --smoke
+    assert kinds["smoke::import::mathlib.compat"] == kinds["smoke::import::mathlib.legacy"] == "fixed"
+    assert kinds["smoke::import::mathlib.stats"] == "unchanged"
+    assert [s.label for s in report.sides] == ["before", "after", "before", "after"]  # the suite's, then the smoke's

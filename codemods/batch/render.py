@@ -57,19 +57,23 @@ def markdown_report(result: RepoResult, diffstat: str, checked, report) -> str:
         out += ["## Files left untouched", "", *(f"- {p}" for p in result.problems), ""]
     if checked is not None:
         out += ["## Verification", ""]
+        row = "tests"
+        if getattr(checked, "test_command", None) == "smoke check":  # verify/smoke.py: the project has no tests
+            row = "smoke checks"
+            out += ["No tests: the generated smoke check ran instead (imports, models, scripts' `--help`).", ""]
         if result.tests_baseline is not None:
             torch = result.torch
             out += [
                 f"| | before (torch {torch.get('before')}) | baseline (torch {torch.get('baseline')}) | after (torch {torch.get('after')}) |",
                 "|---|---|---|---|",
-                f"| tests | {_outcomes(result.tests_before)} | {_outcomes(result.tests_baseline)} | {_outcomes(result.tests_after)} |",
+                f"| {row} | {_outcomes(result.tests_before)} | {_outcomes(result.tests_baseline)} | {_outcomes(result.tests_after)} |",
                 "",
                 "The baseline is the original code on the target torch: a test that passed before and fails",
                 "after is a regression when it passes there, and unfixed (the upgrade broke it) when it does not.",
             ]
         else:
             out += ["| | before | after |", "|---|---|---|"]
-            out.append(f"| tests | {_outcomes(result.tests_before)} | {_outcomes(result.tests_after)} |")
+            out.append(f"| {row} | {_outcomes(result.tests_before)} | {_outcomes(result.tests_after)} |")
         out.append("")
         if result.regressions:
             out += ["**Regressions:**", "", *(f"- `{t}`" for t in result.regressions), ""]
