@@ -1,108 +1,39 @@
 """Hostile input at scale: over a thousand broken, odd or adversarial files in one run.
 
-Inputs are mutations of real files (the corpus from scripts/corpus.py; the bundled fixtures and
-this package's own sources when the corpus cannot be had): truncated at a random byte, NUL and
-invalid UTF-8 injected, tabs and spaces swapped, line endings stripped, doubled or changed,
-Python 2 constructs, deep nesting, a 5 MB generated file; plus read-only files, a symlink loop,
-a FIFO, a dangling link and a directory named `x.py`. For every one: no crash and no traceback,
-the file byte-for-byte untouched or rewritten into code that compiles, and a reason for every
-file that could not be processed. The counts are printed at the end.
+Inputs are scripts/hostile.py's mutations of real files (the corpus from scripts/corpus.py; the
+bundled fixtures and this package's own sources when the corpus cannot be had): truncated at a
+random byte, NUL and invalid UTF-8 injected, tabs and spaces swapped, line endings stripped,
+doubled or changed, Python 2 constructs, legacy idioms in `match` cases, f-strings and blocks
+nested to CPython's limit; plus a 5 MB generated file, read-only files, a symlink loop, a FIFO, a
+dangling link and a directory named `x.py`. For every one: no crash and no traceback, the file
+byte-for-byte untouched or rewritten into code that compiles, and a reason for every file that
+could not be processed. The counts are printed at the end. A CI-sized share of the script's
+checks (notebooks, two CLI runs, idempotence) runs here too; the script runs all 3,000 files.
 """
 
 from __future__ import annotations
 
 import os
-import random
+import runpy
 import stat
-import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
 
 from codemods import registry
-from codemods.api import Options, migrate
+from codemods.api import Options, migrate, transform_source
 from codemods.cli import main
 from codemods.results import Status
 
 ROOT = Path(__file__).resolve().parents[1]
-SEED = 20261129
 TARGET_INPUTS = 1100
-LEGACY_TAIL = "\n\nimport torch.nn as nn\ncriterion = nn.MSELoss(size_average=False)\n"
+CI_FILES, CI_NOTEBOOKS = 240, 185  # the CLI check's share: `python scripts/hostile.py` runs 3,000 files
 
 
-def _bases() -> tuple[str, list[bytes]]:
-    """Small real files to mutate: the corpus when available, else our fixtures and sources."""
-    texts: list[bytes] = []
-    origin = "corpus"
-    try:
-        from tests.test_real_corpus import corpus
-
-        dirs = corpus.ensure(log=lambda *_: None)
-        paths = [p for root in dirs.values() for p in corpus.python_files(root)]
-    except BaseException:  # pytest's skip/fail are BaseExceptions; no corpus is fine here
-        origin = "fixtures and package sources"
-        paths = sorted((ROOT / "fixtures").rglob("*.py")) + sorted((ROOT / "codemods").rglob("*.py"))
-    specs = registry.select()
-    rng = random.Random(SEED)
-    rng.shuffle(paths)
-    firing = []
-    for path in paths:
-        data = path.read_bytes()
-        if 200 < len(data) < 6000:
-            text = data.decode("utf-8", "replace")
-            (firing if any(s.fires_on(text) for s in specs) else texts).append(data)
-    # Files the pipeline really parses first, then others with a legacy line appended so that
-    # they reach the parser and the codemods as well.
-    chosen = firing[:40] + [t + LEGACY_TAIL.encode() for t in texts[: max(0, 80 - len(firing[:40]))]]
-    return origin, chosen
-
-
-def _py2(data: bytes, rng: random.Random) -> bytes:
-    constructs = [
-        b"print 'loss', loss.data[0]\n",
-        b"exec 'x = 1'\n",
-        b"x = `y`\n",
-        b"try:\n    pass\nexcept Exception, e:\n    raise\n",
-        b"mode = 0777\n",
-        b"s = ur'raw'\n",
-        b"if a <> b:\n    pass\n",
-        b"y = t.cuda(async=True)\n",
-        b"def f(x, async=False):\n    return x\n",
-        b"raise ValueError, 'old'\n",
-        b"long_int = 10L\n",
-    ]
-    lines = data.splitlines(keepends=True)
-    at = rng.randrange(len(lines) + 1)
-    # Only at top level, so the construct itself is the problem, not its indentation.
-    while at < len(lines) and lines[at][:1] in (b" ", b"\t"):
-        at += 1
-    return b"".join(lines[:at]) + rng.choice(constructs) + b"".join(lines[at:])
-
-
-def _mutations(data: bytes, rng: random.Random) -> list[tuple[str, bytes]]:
-    n = len(data)
-    lines = data.splitlines(keepends=True)
-    out = [
-        ("truncate", data[: rng.randrange(n)]),
-        ("truncate", data[: rng.randrange(n)]),
-        ("nul", (lambda i: data[:i] + b"\0" + data[i:])(rng.randrange(n))),
-        ("bad-utf8", (lambda i: data[:i] + rng.choice([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x80"]) + data[i:])(rng.randrange(n))),
-        ("spaces-to-tab", b"".join(l.replace(b"    ", b"\t", 1) if rng.random() < 0.3 else l for l in lines)),
-        ("tabs-to-spaces", data.replace(b"\t", b"  ")),
-        ("strip-eol", (lambda i: b"".join(l.rstrip(b"\r\n") if j == i else l for j, l in enumerate(lines)))(rng.randrange(len(lines)))),
-        ("double-eol", (lambda i: b"".join(l + b"\n" if j == i else l for j, l in enumerate(lines)))(rng.randrange(len(lines)))),
-        ("crlf", data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")),
-        ("cr-only", data.replace(b"\r\n", b"\n").replace(b"\n", b"\r")),
-        ("mixed-eol", b"".join(l.rstrip(b"\n") + rng.choice([b"\n", b"\r\n"]) if l.endswith(b"\n") else l for l in lines)),
-        ("no-final-eol", data.rstrip(b"\r\n")),
-        ("py2", _py2(data, rng)),
-        ("bom", b"\xef\xbb\xbf" + data),
-        ("latin1-cookie", b"# -*- coding: latin-1 -*-\n" + data.replace(b"\xc3", b"")),
-        ("bogus-cookie", b"# -*- coding: no-such-codec -*-\n" + data),
-        ("trailing-ws", b"".join(l.rstrip(b"\r\n") + b"   \t\n" if rng.random() < 0.2 else l for l in lines)),
-    ]  # fmt: skip
-    return out
+# scripts/ is no package: its generator and checks, run as a file
+hostile = SimpleNamespace(**runpy.run_path(str(ROOT / "scripts" / "hostile.py")))
 
 
 def _specials(root: Path) -> dict[str, str]:
@@ -140,33 +71,14 @@ def _specials(root: Path) -> dict[str, str]:
 
 
 def _compiles(path: Path) -> bool:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
-        return True
-    except (SyntaxError, ValueError):
-        return False
+    return hostile.compiles(path.read_bytes())
 
 
 @pytest.fixture(scope="module")
 def hostile_tree(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
-    origin, bases = _bases()
-    assert len(bases) >= 40, f"too few base files from the {origin}"
-    rng = random.Random(SEED)
-    inputs: dict[Path, bytes] = {}
-    kinds: dict[Path, str] = {}
-    i = 0
-    while len(inputs) < TARGET_INPUTS:
-        data = bases[i % len(bases)]
-        for kind, mutated in _mutations(data, rng):
-            path = root / f"d{i % 20:02d}" / f"m{len(inputs):05d}_{kind}.py"
-            path.parent.mkdir(exist_ok=True)
-            path.write_bytes(mutated)
-            inputs[path] = mutated
-            kinds[path] = kind
-        i += 1
+    origin, kinds = hostile.generate_files(root, TARGET_INPUTS)
+    inputs = {path: path.read_bytes() for path in kinds}
     specials = _specials(root)
     yield root, origin, inputs, kinds, specials
     (root / "ro_dir").chmod(0o755)
@@ -234,6 +146,18 @@ def test_hostile_tree_through_the_cli_has_no_traceback(hostile_tree) -> None:
     assert result.exit_code in (2, 3)  # some files could not be processed: bit 2 is set
 
 
+def test_hostile_corpus_and_notebooks_through_the_cli(tmp_path: Path) -> None:
+    """scripts/hostile.py's checks on a CI-sized share of its corpus, with every notebook kind:
+    two CLI runs, no traceback, no internal error on valid input, output that compiles, and a
+    second run that changes nothing."""
+    _, kinds = hostile.generate_files(tmp_path / "files", CI_FILES)
+    kinds.update(hostile.generate_notebooks(tmp_path / "notebooks", CI_NOTEBOOKS))
+    outcome = hostile.check(tmp_path, kinds, jobs=2)
+    print(f"\nhostile CLI check: {outcome.counts}; valid inputs left as they are: {({k: len(v) for k, v in outcome.reported.items()})}")
+    assert not outcome.failures, "\n".join(outcome.failures)
+    assert outcome.counts["changed"] and outcome.counts["error"] and outcome.counts["valid"]
+
+
 def test_a_file_that_kills_its_worker_is_reported_and_the_rest_migrate(tmp_path: Path, monkeypatch) -> None:
     """A native crash (the process dies, no exception) must not take the run down."""
     import multiprocessing
@@ -262,3 +186,22 @@ def test_a_file_that_kills_its_worker_is_reported_and_the_rest_migrate(tmp_path:
     others = [p for p in tmp_path.glob("m*.py") if p.name != "m05.py"]
     assert all('reduction="sum"' in p.read_text() for p in others)
     assert sorted(Path(f.path).name for f in report.files) == sorted(p.name for p in tmp_path.glob("m*.py"))
+
+
+def _nested(depth: int, header: str, body: list[str]) -> str:
+    lines = ["import torch", "import torch.nn as nn", "from torch.autograd import Variable"]
+    lines += ["    " * i + header.format(i=i) for i in range(depth)]
+    return "\n".join(lines + ["    " * depth + line for line in body]) + "\n"
+
+
+@pytest.mark.parametrize("header", ["if x{i}:", "def f{i}():", "class C{i}:"])
+def test_code_nested_as_deep_as_python_allows_is_migrated(header: str) -> None:
+    """99 nested blocks compile (CPython's limit is 100 levels of indentation); the walks over
+    such a tree need more than the default 1000 frames."""
+    body = ["c = nn.MSELoss(size_average=False)", "x = Variable(torch.zeros(1)).cuda()"]
+    source = _nested(99, header, body)
+    compile(source, "deep.py", "exec")
+    result = transform_source(source, registry.select())
+    assert result.problem is None, result.problem
+    assert 'reduction="sum"' in result.code and ".cuda()" not in result.code
+    compile(result.code, "deep.py", "exec")

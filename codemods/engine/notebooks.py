@@ -6,7 +6,9 @@ line of a `%%time`-like cell magic) is masked before parsing and restored afterw
 byte. A cell whose body is not Python run in the kernel (`%%bash`, `%%writefile`) is left as
 it is, with a finding when a codemod would have applied to it. Cells are numbered from 1.
 Only changed cells' `source` values change: the notebook is re-serialised only when its unchanged
-form round-trips exactly (same indent, key order, escaping), so outputs and metadata stay as they are.
+form round-trips exactly (same indent, key order, escaping, LF or CRLF), so outputs and metadata
+stay as they are. A file that is no nbformat 4 notebook, or whose code cells' `source` is neither
+text nor a list of text, is a per-file problem saying what is wrong (`_malformed`).
 """
 
 from __future__ import annotations
@@ -63,13 +65,14 @@ def _set_source(cell: dict, text: str) -> None:
 
 
 def _indent(text: str) -> int | None:
-    match = re.search(r"\n( +)\"", text)
+    match = re.search(r"\n( +)\"", text.replace("\r\n", "\n"))
     return len(match.group(1)) if match else None
 
 
-def _dump(notebook: dict, indent: int | None, trailing_newline: bool) -> str:
+def _dump(notebook: dict, indent: int | None, trailing_newline: bool, newline: str = "\n") -> str:
     text = json.dumps(notebook, indent=indent, ensure_ascii=False)
-    return text + "\n" if trailing_newline else text
+    text = text + "\n" if trailing_newline else text
+    return text.replace("\n", newline) if newline != "\n" else text
 
 
 def _mask(cell: str, magics: list[str]) -> str | None:
@@ -117,13 +120,61 @@ def _unmask(text: str, magics: list[str]) -> str:
     return re.sub(r"[ \t]*#__tm_magic__(\d+)", lambda m: magics[int(m.group(1))], text)
 
 
+def _malformed(notebook: object) -> str | None:
+    """Why a parsed JSON value is no nbformat 4 notebook whose code cells can be read, else None.
+    Only the code cells' `source` is read: other cells and keys may hold anything."""
+    if not isinstance(notebook, dict):
+        return f"not a notebook: its JSON is {_kind(notebook)}, not an object"
+    version = notebook.get("nbformat")
+    if type(version) is not int or version != 4:
+        if "nbformat" not in notebook:
+            return "not a notebook: it has no `nbformat` version"
+        hint = " (convert it with `jupyter nbconvert --to notebook --nbformat 4`)" if version in (1, 2, 3) else ""
+        return f"nbformat {version!r} is not supported: only nbformat 4 notebooks are migrated{hint}"
+    cells = notebook.get("cells")
+    if not isinstance(cells, list):
+        return f"not a notebook: `cells` is {_kind(cells)}, not a list" if "cells" in notebook else "not a notebook: it has no `cells`"
+    for index, cell in enumerate(cells):
+        if not isinstance(cell, dict):
+            return f"{cell_label(index)} is {_kind(cell)}, not an object: not a notebook cell"
+        source = cell.get("source", "")
+        if cell.get("cell_type") == "code" and not isinstance(source, str):
+            if not isinstance(source, list):
+                return f"{cell_label(index)}: its `source` is {_kind(source)}, not text or a list of text"
+            odd = [line for line in source if not isinstance(line, str)]
+            if odd:
+                return f"{cell_label(index)}: its `source` list holds {_kind(odd[0])}, not only text"
+    return None
+
+
+def _kind(value: object) -> str:
+    """`a list`, `null`, `the number 3`: a JSON value's kind, for a message."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    return {dict: "an object", list: "a list", str: "a string"}.get(type(value), type(value).__name__)
+
+
+def _line_ending(text: str) -> str | None:
+    """The line ending the notebook's JSON is laid out with (inside its strings a newline is
+    `\\n`), or None when it mixes them."""
+    crlf = text.count("\r\n")
+    if not crlf:
+        return "\n"
+    return "\r\n" if crlf == text.count("\n") else None
+
+
 def transform_notebook(text: str, specs: Sequence[Spec], file: FileContext) -> NotebookResult:
     unchanged = NotebookResult(text, Result(code=text))
     try:
         notebook = json.loads(text)
-        cells = notebook["cells"]
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, RecursionError) as exc:
         return replace(unchanged, result=Result(code=text, problem=Problem(file.path, 0, f"not a notebook: {exc}")))
+    reason = _malformed(notebook)
+    if reason is not None:
+        return replace(unchanged, result=Result(code=text, problem=Problem(file.path, 0, reason)))
+    cells = notebook["cells"]
 
     code_cells = [i for i, c in enumerate(cells) if isinstance(c, dict) and c.get("cell_type") == "code"]
     magics: list[str] = []
@@ -153,8 +204,8 @@ def transform_notebook(text: str, specs: Sequence[Spec], file: FileContext) -> N
         if _cell_magic(_source(cells[i])) is not None:
             new_sources[i] = _magic_first(new_sources[i])
 
-    indent, trailing = _indent(text), text.endswith("\n")
-    if _dump(json.loads(text), indent, trailing) != text:
+    indent, trailing, newline = _indent(text), text.endswith("\n"), _line_ending(text)
+    if newline is None or _dump(json.loads(text), indent, trailing, newline) != text:
         reason = "notebook JSON is formatted in a way that cannot be re-written exactly; not rewritten"
         return replace(unchanged, result=Result(code=text, problem=Problem(file.path, 0, reason)))
 
@@ -169,7 +220,7 @@ def transform_notebook(text: str, specs: Sequence[Spec], file: FileContext) -> N
             changed.append(i)
             before.append(old)
             after.append(new)
-    new_text = _dump(notebook, indent, trailing)
+    new_text = _dump(notebook, indent, trailing, newline)
     return NotebookResult(new_text, replace(result, code=new_text, findings=findings), tuple(changed), tuple(before), tuple(after))
 
 

@@ -13,6 +13,7 @@ import warnings
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Sequence
 
+from codemods.engine import depth
 from codemods.helpers.context import FileContext
 from codemods.helpers.noqa import is_suppressed, noqa_lines
 from codemods.helpers.scan import Scan, indirect_spellings
@@ -223,6 +224,20 @@ def transform_source(source: str, specs: Sequence[Spec], file: FileContext | Non
     `lazy`: function bodies may be parsed when first read (engine/lazy.py); False: the whole
     text is parsed up front.
     """
+    try:
+        result = _transform(source, specs, file, lazy=lazy)
+        if not depth.overflowed(result.problem):
+            return result
+    except RecursionError:
+        pass
+    try:  # valid code may nest deeper than the default recursion limit lets a walk go
+        return depth.on_deep_stack(_transform, source, specs, file, lazy=lazy)
+    except RecursionError:
+        reason = "too deeply nested for the codemods (RecursionError); left as it is"
+        return Result(code=source, problem=Problem((file or FileContext()).path, 0, reason))
+
+
+def _transform(source: str, specs: Sequence[Spec], file: FileContext | None, *, lazy: bool) -> Result:
     given = file
     file = file or FileContext()
     firing = _firing(specs, source, file)

@@ -45,6 +45,7 @@ from codemods.helpers.context import FileContext
 from codemods.helpers.import_edits import ImportItem, TopImportsAdder, UsedNamesRemover
 from codemods.helpers.names import Imports
 from codemods.helpers.patterns import Words
+from codemods.engine.fstrings import requote
 from codemods.engine.lazy import unread
 from codemods.engine.statement_map import Pruner, StatementMap, prune_visit
 from codemods.engine.traverse import attribute_handlers, traverse
@@ -148,6 +149,7 @@ class Walk(_StatementPath, cst.CSTTransformer):
         self._open_blocks: list[cst.IndentedBlock] = []
         self._where: dict[int, tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]]] = {}  # see _note_statement
         self._default_indent = "    "
+        self._fstrings: list[tuple[int, int]] = []  # per open f-string: the rewrites and findings before it
         self._tree: cst.Module | None = None  # the tree walked, for _locate
         self._located: dict[int, tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]]] | None = None
         # node type -> this codemod class's visit_/leave_ function or None: the walk's dispatch
@@ -226,6 +228,8 @@ class Walk(_StatementPath, cst.CSTTransformer):
         if self._walk_pruner is not None and self._walk_pruner.skips(node):
             self._skipped = node  # no children are visited: its on_leave comes next
             return False
+        if type(node) is cst.FormattedString:  # what to undo if no rewrite fits in it (_kept_fstring)
+            self._fstrings.append((self.rewrites, len(self.findings)))
         try:
             func = self._visits[type(node)]
         except KeyError:
@@ -241,12 +245,25 @@ class Walk(_StatementPath, cst.CSTTransformer):
                 func = self._leaves[type(original_node)]
             except KeyError:
                 func = self._leaves[type(original_node)] = self._handler("leave_", original_node)
-            return updated_node if func is None else func(self, original_node, updated_node)
+            result = updated_node if func is None else func(self, original_node, updated_node)
+            if type(original_node) is cst.FormattedString:
+                marks = self._fstrings.pop()
+                if result is not original_node and type(result) is cst.FormattedString:
+                    result = requote(original_node, result) or self._kept_fstring(original_node, *marks)
+            return result
         finally:
             # after the leave_ handler: what it reports about the statement it leaves is laid
             # out within that statement, not within the (maybe huge) one around it
             if self._statement_map is not None:
                 self._leave(original_node)
+
+    def _kept_fstring(self, node: cst.FormattedString, rewrites: int, findings: int) -> cst.FormattedString:
+        """An f-string no rewrite can go into before Python 3.12 (see engine/fstrings.py): its
+        rewrites are neither counted nor listed for review, and a finding says why."""
+        self.rewrites = rewrites
+        self.findings[findings:] = [f for f in self.findings[findings:] if f.kind != "review"]
+        self.finding(node, "not rewritten: it sits in f-strings of both quote kinds, where no string literal can go before Python 3.12")
+        return node
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         if not attribute_handlers(type(self)):

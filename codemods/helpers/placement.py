@@ -13,6 +13,10 @@ Three questions a codemod that writes new top-level code asks, one function each
   that uses it). `after_leading_imports` is where libcst's adder puts new imports;
 - whether the module already has it. `defines` and `insert_once` keep a generated helper from
   being written twice.
+
+And one about its text: `in_module_newlines` gives generated source the module's line ending
+before it is parsed (libcst writes its newline tokens with the module's, but a token that spans
+lines, such as a helper's docstring, keeps the line ends it was parsed with).
 """
 
 from __future__ import annotations
@@ -117,3 +121,10 @@ def insert_once(module: cst.Module, name: str, statement: cst.BaseStatement, at:
     body = list(module.body)
     body.insert(at, statement)
     return module.with_changes(body=body)
+
+
+def in_module_newlines(code: str, module: cst.Module) -> str:
+    """Generated source (written with `\\n`) with `module`'s line ending, to be parsed and inserted
+    into it: in a CRLF file every line it adds ends in CRLF, its docstrings' lines too."""
+    newline = module.default_newline
+    return code if newline == "\n" else code.replace("\n", newline)

@@ -81,7 +81,7 @@ def _statements(block: cst.BaseSuite) -> list:
 
 
 def _blocks(statement: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
-    blocks = [statement.body]
+    blocks = [statement.body] if hasattr(statement, "body") else []  # a `match` has only its cases
     for name in ("orelse", "finalbody"):
         extra = getattr(statement, name, None)
         if extra is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods.base import MigrationCodemod
+from codemods.helpers.placement import in_module_newlines
 from codemods.helpers.spelling import ImportForm, head, import_forms
 from codemods.transforms.h5py_lazy_open.plan import ClassPlan, plan_class
 from codemods.transforms.h5py_lazy_open.rewriter import ClassRewriter
@@ -210,7 +211,7 @@ class H5pyLazyOpen(MigrationCodemod):
         at = next(
             i for i, s in enumerate(body) if isinstance(s, cst.ClassDef) and s.name.value == self._migrated[0]
         )
-        statements = list(cst.parse_module(helper(self._h5py_file(forms))).body)
+        statements = list(cst.parse_module(in_module_newlines(helper(self._h5py_file(forms)), updated_node)).body)
         blank = (cst.EmptyLine(indent=False), cst.EmptyLine(indent=False))
         statements[0] = statements[0].with_changes(leading_lines=blank if at else ())
         cls = body[at]
