@@ -112,6 +112,17 @@ def test_a_ref_that_git_would_read_as_an_option_is_refused(tmp_path: Path) -> No
         load_manifest(_manifest(tmp_path, 'url = "file:///a"\nref = "--output=/tmp/x"'))
 
 
+def test_a_url_that_git_would_read_as_an_option_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ManifestError, match="`url` '--upload-pack=touch x' starts with '-'"):
+        load_manifest(_manifest(tmp_path, 'name = "a"\nurl = "--upload-pack=touch x"'))
+
+
+def test_the_clone_never_reads_its_source_as_an_option(tmp_path: Path) -> None:
+    with pytest.raises(git.GitError) as failed:
+        git.clone("--no-such-option", tmp_path / "clone")
+    assert "unknown option" not in str(failed.value) and not (tmp_path / "clone").exists()
+
+
 def test_the_removal_itself_refuses_anything_but_a_folder_in_the_work_dirs_repos(tmp_path: Path) -> None:
     work, victim = tmp_path / "work", tmp_path / "victim"
     (work / "repos").mkdir(parents=True)

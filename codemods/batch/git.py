@@ -49,7 +49,8 @@ def git(cwd: Path | None, *args: str, timeout: float = 600, what: str | None = N
 
 
 def clone(source: str, target: Path) -> None:
-    git(None, "clone", "--quiet", "--no-hardlinks", source, str(target), what=f"git clone {source}")
+    # `--`: a source that starts with '-' (`--upload-pack=CMD`) is a repository, never an option
+    git(None, "clone", "--quiet", "--no-hardlinks", "--", source, str(target), what=f"git clone {source}")
 
 
 def branch_problem(name: str) -> str | None:

@@ -117,9 +117,13 @@ def _default_name(source: str) -> str:
 
 
 def entry_problem(fields: dict) -> str | None:
-    """Why an entry's `name`, `branch` or `ref` cannot be used (None: they can). Checked before any
-    work: the name becomes folders that a rerun removes, the branch and ref go on git's command line."""
+    """Why an entry's `url` (`source`), `name`, `branch` or `ref` cannot be used (None: they can).
+    Checked before any work: the name becomes folders that a rerun removes, the others go on git's
+    command line."""
     name, branch, ref = fields.get("name"), fields.get("branch"), fields.get("ref")
+    source = fields.get("source")
+    if source is not None and source.startswith("-"):  # `--upload-pack=CMD` would run CMD
+        return f"`url` {source!r} starts with '-', which git reads as an option"
     if name is not None and not SAFE_NAME.fullmatch(name):
         return (
             f"`name` {name!r} is not a plain folder name: use up to 100 letters, digits, '_', '.' and '-', "
@@ -166,7 +170,7 @@ def load_manifest(path: str | Path) -> list[RepoEntry]:
         else:
             source, is_path = fields.pop("url"), False
         name = fields.pop("name", None) or _default_name(source)
-        if problem := entry_problem({**fields, "name": name}):
+        if problem := entry_problem({**fields, "name": name, "source": source}):
             raise ManifestError(f"{where}: {problem}")
         if name.casefold() in names:  # one folder on a case-insensitive file system
             raise ManifestError(f"{where}: `name` {name!r} is used twice; give one of them a `name`")

@@ -154,7 +154,10 @@ def process_repo(entry: RepoEntry, settings: BatchSettings) -> RepoResult:
     finally:
         result.seconds = round(time.monotonic() - started, 2)
         if fresh and not done:  # interrupted: leave nothing half-done behind
-            _remove_clone(clone, workdir, ignore_errors=True)
+            try:
+                _remove_clone(clone, workdir, ignore_errors=True)
+            except RuntimeError:
+                pass  # no longer a folder of ours to remove: left as it is, and the interruption goes on
     return result
 
 
