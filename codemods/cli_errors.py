@@ -23,8 +23,18 @@ class Commands(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except KeyboardInterrupt as exc:  # click would make it Abort, exit 1
+            interrupted(exc)
         except Exception as exc:
             failed(exc)
+
+
+def interrupted(exc: KeyboardInterrupt) -> None:
+    """A Ctrl-C (or a signal made one) no command handled itself: one line, exit 128 + the signal."""
+    import signal
+
+    click.echo("interrupted", err=True)
+    sys.exit(128 + getattr(exc, "signum", signal.SIGINT))
 
 
 def failed(exc: Exception) -> None:

@@ -222,6 +222,20 @@ def test_an_unforeseen_error_exits_2_in_one_line(tmp_path: Path, monkeypatch) ->
     assert debug.exit_code == 2 and "Traceback" in debug.output and "second line" in debug.output
 
 
+def test_a_ctrl_c_no_command_handles_exits_130_not_1(tmp_path: Path, monkeypatch) -> None:
+    """batch (and doctor) leave Ctrl-C to the group: click alone would print 'Aborted!' and exit 1,
+    which means regressions."""
+    import codemods.batch
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(codemods.batch, "run_batch", stopped)
+    result = CliRunner().invoke(main, ["batch", str(tmp_path / "manifest.toml"), "--workdir", str(tmp_path / "w")])
+    assert result.exit_code == 130, result.output
+    assert result.output.strip() == "interrupted"
+
+
 def test_a_closed_output_pipe_exits_2() -> None:
     """`torch-migrate ... | head`: the reader goes away; Python and click would exit 1."""
     child = subprocess.Popen([sys.executable, "-m", "codemods", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
