@@ -112,6 +112,10 @@ class Spec:
     that its rewrites may write: where the target lacks one, that rewrite is held back with a
     finding (helpers/target_gate.py). The README's table shows what each needs; the tests check
     every fixture output against this list."""
+    intended: str | None = None
+    """Why its rewrites change results on purpose (an old default restored), or None: verify
+    reports a test or probe result that changes only because of it as `intended`, with this
+    reason, not as a regression (codemods/verify/intended.py)."""
 
     def __post_init__(self) -> None:
         # the policy of the codes: TM9xx are the findings-only checks, and nothing else is

@@ -69,6 +69,10 @@ SPEC = Spec(
     target="codemods.transforms.era_defaults:EraDefaults",
     triggers=triggers(),
     facts=("era",),
+    intended=(
+        "it writes the align_corners default of the torch the code was written for, so the migrated "
+        "code computes what the original computed then, not what it computes on today's torch"
+    ),
     summary="F.grid_sample(x, g) in code for torch < 1.3 -> align_corners=True (the old default); >= 1.3: False written out",
     gate=GATE,
     emits=(

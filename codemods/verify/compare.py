@@ -30,9 +30,10 @@ FIXED = "fixed"  # failing (or not importable) before, passing after
 NEW_FAILING = "newly-collected-failing"  # not collected before (absent, or its module did not import); failing after
 FLAKY = "flaky"  # identical runs on one side observed it both failing and not failing
 ADDED = "added"  # only after, not failing
+INTENDED = "intended"  # a regression whose only culprits change results on purpose (SPEC.intended)
 CHANGED = "changed"  # failing both sides, differently (failed <-> error), or skipped <-> passed
 UNCHANGED = "unchanged"
-KINDS = (REGRESSION, MISSING, UNFIXED, FIXED, NEW_FAILING, FLAKY, ADDED, CHANGED, UNCHANGED)
+KINDS = (REGRESSION, MISSING, UNFIXED, INTENDED, FIXED, NEW_FAILING, FLAKY, ADDED, CHANGED, UNCHANGED)
 COUNTED = (REGRESSION, MISSING)  # the migration broke it: culprits are searched for these
 RERUN = (REGRESSION, MISSING, UNFIXED, FIXED, NEW_FAILING)  # what reruns check before it is believed
 

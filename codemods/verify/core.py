@@ -13,9 +13,11 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from codemods.verify import copies, execute
+from codemods.verify import copies, execute, intended
 from codemods.verify.apply import digest, digest_of
-from codemods.verify.culprit_phase import CulpritSearch
+from codemods.verify.coverage_runs import CoverageRuns
+from codemods.verify.evidence import evidence
+from codemods.verify.intended import IntendedChanges
 from codemods.verify.migration import diffstat, fired, unified
 from codemods.verify.model import ERROR, OK, REGRESSIONS, UNCHANGED, VerifyOptions, VerifyReport
 from codemods.verify.testruns import MAX_TARGETS, Run
@@ -24,9 +26,10 @@ from codemods.verify.workspace import PROBE, SUITE, Abort
 __all__ = ["verify", "Session", "Run", "Abort", "SUITE", "PROBE", "MAX_TARGETS"]
 
 
-class Session(CulpritSearch):
+class Session(CoverageRuns, IntendedChanges):
     """One verification: the workspace and its copies (`workspace`), the test runs (`testruns`),
-    the probe (`probing`) and the culprit search (`culprit_phase`); `_verify` runs them in order."""
+    the probe (`probing`) and the culprit search (`culprit_phase`, with `intended` divergences
+    told apart); `_verify` runs them in order, measuring the after side's runs (`coverage_runs`)."""
 
 
 def verify(
@@ -79,6 +82,7 @@ def _verify(session: Session, report: VerifyReport) -> None:
     report.device, report.before_device = session.device, session.before_device
     session.isolate_imports(after, changed)
     report.notes.extend(session.notes)
+    session.start_coverage(changed)
     session.choose_command(before)
     if session.command is not None:
         report.test_command = session.command.text
@@ -87,6 +91,7 @@ def _verify(session: Session, report: VerifyReport) -> None:
         session.smoke_phase(report, before)
     if options.probe:
         session.probe_phase(report, before, after)
+    session.rewrite_coverage(report)
     session.unfixed_findings(report)
     session.culprit_phase(report, fired(migration))
     session.fixers_phase(report, fired(migration))
@@ -109,7 +114,10 @@ def _verdict(report: VerifyReport) -> str:
     if report.culprit_units:
         parts.append("caused by " + ", ".join(str(u) for u in report.culprit_units))
     if report.status == OK:
-        parts.append("no regressions")
+        parts.append("no regressions — " + evidence(report))
+    elif report.coverage is not None:
+        parts.append(report.coverage.short())
+    parts += intended.summary(report)
     if report.fixed:
         by = ", ".join(f"{code} ×{n}" for code, n in report.fixed_by.items())
         parts.append(f"{len(report.fixed)} test(s) fixed by the migration" + (f" ({by})" if by else ""))
@@ -122,7 +130,8 @@ def _verdict(report: VerifyReport) -> str:
     if report.flaky:
         parts.append(f"{len(report.flaky)} flaky")
     if report.probe is not None and not report.probe.regression:
-        parts.append(f"probe {report.probe.status}")
+        compared = f" ({report.probe.compared} number(s) compared)" if report.probe.status == "equal" else ""
+        parts.append(f"probe {report.probe.status}{compared}")
     return "; ".join(parts)
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from codemods.results import Report, target_dict
-from codemods.verify.compare import COUNTED, FIXED, FLAKY, NEW_FAILING, UNFIXED, TestChange, counts
+from codemods.verify.compare import COUNTED, FIXED, FLAKY, INTENDED, NEW_FAILING, UNFIXED, TestChange, counts
 from codemods.verify.device import Device
 from codemods.verify.migration import FileStat
 from codemods.verify.probe import Divergence
+from codemods.verify.rewrite_coverage import RewriteCoverage
 from codemods.versions import Target
 
 OK, UNCHANGED, REGRESSIONS, ERROR = "ok", "nothing-to-migrate", "regressions", "error"
@@ -78,6 +79,7 @@ class ProbeResult:
     before_tail: str = ""
     after_tail: str = ""
     culprits: list[str] = field(default_factory=list)
+    intended: str = ""  # status intended: the codemod that changes its output on purpose, and why
 
     @property
     def regression(self) -> bool:
@@ -135,6 +137,7 @@ class VerifyReport:
     verified: dict[str, str] = field(default_factory=dict, repr=False)  # changed file -> sha256 after
     # changed file -> its content in the after copy: what `apply_verified` writes, byte for byte
     verified_files: dict[str, bytes] = field(default_factory=dict, repr=False)
+    coverage: RewriteCoverage | None = None  # which rewrites the proofs executed (rewrite_coverage.py)
 
     @property
     def regressions(self) -> list[TestChange]:
@@ -156,6 +159,10 @@ class VerifyReport:
     @property
     def newly_failing(self) -> list[TestChange]:
         return [c for c in self.changes if c.kind == NEW_FAILING]
+
+    @property
+    def intended(self) -> list[TestChange]:
+        return [c for c in self.changes if c.kind == INTENDED]
 
     @property
     def fixed(self) -> list[TestChange]:
@@ -196,6 +203,7 @@ class VerifyReport:
             "summary": counts(self.changes),
             "tests": [c.to_dict(self.three_sides) for c in self.changes],
             "probe": self.probe.to_dict() if self.probe else None,
+            "coverage": self.coverage.to_dict() if self.coverage else None,
             "culprits": self.culprits,
             "unexplained": self.unexplained,
             "fixed_by": self.fixed_by,

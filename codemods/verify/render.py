@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from codemods import registry
-from codemods.verify.compare import ADDED, CHANGED, FIXED, FLAKY, MISSING, NEW_FAILING, REGRESSION, UNCHANGED, UNFIXED
+from codemods.verify.compare import ADDED, CHANGED, FIXED, FLAKY, INTENDED, MISSING, NEW_FAILING, REGRESSION, UNCHANGED, UNFIXED
 from codemods.verify.model import ERROR, OK, REGRESSIONS, UNCHANGED as NOTHING, VerifyReport
 from codemods.versions import format_version
 
@@ -13,6 +13,7 @@ SECTIONS = (
     (REGRESSION, "Regressions"),
     (MISSING, "Missing after the migration (passed before)"),
     (UNFIXED, "Unfixed (passed before; fails after and in the baseline: the torch upgrade broke it, no codemod repaired it)"),
+    (INTENDED, "Intended (a codemod changes this result on purpose, its reason below; not counted)"),
     (FIXED, "Fixed by the migration"),
     (NEW_FAILING, "Newly collected, failing (not collected or not importable before; not counted)"),
     (FLAKY, "Flaky (identical runs on one side observed different outcomes; not counted)"),
@@ -117,6 +118,11 @@ def text(report: VerifyReport) -> str:
             lines.append(f"  after (exit {p.after_returncode}): {p.after_tail.splitlines()[-1] if p.after_tail else ''}")
         if p.culprits:
             lines.append(f"  culprit: {', '.join(p.culprits)}")
+    if p := report.probe:
+        if p.intended:
+            lines.append(f"  intended: {p.intended}")
+    if report.coverage is not None:
+        lines.append(report.coverage.line())
     if report.unexplained:
         lines.append(f"No single codemod explains: {', '.join(report.unexplained)}")
     if report.without_culprits is not None:
@@ -198,6 +204,10 @@ def markdown(report: VerifyReport) -> str:
             d = p.divergence
             out += ["", f"First divergence at output line {d.line}: {d.reason}", "", "```", f"- {d.before}", f"+ {d.after}", "```"]
         out.append("")
+    if report.probe is not None and report.probe.intended:
+        out += [f"Intended: {_cell(report.probe.intended)}", ""]
+    if report.coverage is not None:
+        out += report.coverage.markdown()
     if report.without_culprits is not None:
         w = report.without_culprits
         verdict = "no regressions" if w.clean else f"{len(w.regressions)} regression(s) remain"
