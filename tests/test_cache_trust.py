@@ -283,7 +283,8 @@ def test_a_cache_locked_by_another_process_is_given_up_at_once(tmp_path: Path, m
     finally:
         holder.kill()
         holder.wait()
-    assert elapsed < 10, f"waited {elapsed:.1f} s on the lock"
+    # 30 s per write before; a loaded CI machine may take a few seconds for the run itself
+    assert elapsed < 20, f"waited {elapsed:.1f} s on the lock"
     assert [f for f in _comparable(report) if not f[0].endswith("other.py")] == _comparable(cold)
     assert report.rewrites == {"TM001": 2}
     assert len(report.warnings) == 1 and "locked by another process" in report.warnings[0]

@@ -12,7 +12,8 @@ same version), the file's display path (findings and diffs name it; repo facts a
 the selected codes in order, the device name, the repo facts when a selected codemod reads them,
 and the file's bytes.
 The repo facts have entries of their own (under facts/): the facts of an exact set of files, and
-each file's parts of them, one per collector (helpers/facts/), keyed by its path and digest.
+each file's parts of them, one per collector (helpers/facts/), keyed by its path and digest
+(engine/cache_facts.py).
 The mode is not in the key: the entry holds the migrated text, so a `--diff` run warms the cache
 for a later write run, which still writes the file.
 
@@ -41,12 +42,13 @@ import hmac
 import json
 import os
 import sqlite3
-from dataclasses import fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterator, Sequence
 
 from codemods.engine import cache_trust
+from codemods.engine.cache_facts import FactsEntries, _facts_digest
+from codemods.engine.cache_facts import _known_digests, _sorted_digest, _values  # noqa: F401  (tests read them)
 from codemods.engine.cache_trust import Untrusted, keyed, notice, sign
 from codemods.engine.cache_trust import refused, take_notices  # noqa: F401  (re-exported: the run's, api.py)
 from codemods.engine.outcome import FileOutcome
@@ -119,28 +121,6 @@ def _package_files(package: str, folder: str = "") -> Iterator[str]:
                 yield relative
 
 
-def _values(facts: RepoFacts) -> dict:
-    """Each fact by name, as it stands (dataclasses.asdict deep-copies every set: 30 ms for the
-    corpus's facts, a tenth of a warm run)."""
-    return {field.name: getattr(facts, field.name) for field in fields(facts)}
-
-
-@lru_cache(maxsize=8)
-def _facts_digest(facts: RepoFacts) -> str:
-    return _known_digests.get(facts) or _sorted_digest({name: sorted(value) for name, value in _values(facts).items()})
-
-
-def _sorted_digest(facts: dict[str, list[str]]) -> str:
-    """The digest of facts whose every list is sorted."""
-    parts = [f"{name}={','.join(values)}" for name, values in sorted(facts.items())]
-    return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
-
-
-# The digests of the facts a cache entry gave, made from its sorted lists as they were read (a
-# warm run otherwise sorted every fact again: 27,000 names on the corpus).
-_known_digests: dict[RepoFacts, str] = {}
-
-
 def _checked(blob: bytes, digest: str) -> str:
     """A text column's bytes as text, when they are those whose digest was signed with the entry."""
     if hashlib.sha256(blob).hexdigest() != digest:
@@ -154,7 +134,9 @@ def _busy(exc: sqlite3.Error) -> bool:
     return code & 0xFF in (5, 6) if code is not None else "locked" in str(exc)
 
 
-class Cache:
+class Cache(FactsEntries):
+    """A cache folder's entries: the files' (here) and the whole-repo facts' (`FactsEntries`)."""
+
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
         self.writable = True
@@ -368,61 +350,3 @@ class Cache:
             self.writable = False
         except (OSError, ValueError, TypeError):
             self.writable = False  # read-only tree, full disk, ...: run on without a cache
-
-    # -- the whole-repo facts (api._facts) ---------------------------------------------------
-    # Two kinds of entry, both under facts/: the facts of an exact set of files and contents (a
-    # warm run reads one entry), and each file's parts, one per collector (after an edit, only
-    # the edited files are read again).
-
-    def facts_key(self, files: Sequence[tuple[str, bytes]], collectors: Sequence[str] = ()) -> str:
-        """The key of the facts of these files: (path, content_digest of its bytes) each."""
-        digest = self._signers()[0].copy()
-        digest.update(f"facts\0{tool_digest()}\0{','.join(collectors)}\0".encode())
-        for path, content in files:
-            digest.update(path.encode("utf-8", "surrogatepass") + b"\0" + content)
-        return digest.hexdigest()
-
-    def get_facts(self, key: str) -> RepoFacts | None:
-        try:
-            record = self._read(key)[0]
-            stored, digest = record["facts"], record["digest"]
-            if not all(set(map(type, values)) <= {str} for values in stored.values()) or not isinstance(digest, str):
-                return None
-            facts = RepoFacts(**{name: frozenset(values) for name, values in stored.items()})
-        except Exception:  # missing or corrupt: recompute
-            return None
-        _known_digests.clear()  # a run reads one facts entry: keep no older ones alive
-        _known_digests[facts] = digest  # _facts_digest(facts), made when they were stored
-        return facts
-
-    def put_facts(self, key: str, facts: RepoFacts) -> None:
-        values = _values(facts).values()
-        if not all(isinstance(v, frozenset) and all(isinstance(x, str) for x in v) for v in values):
-            return  # a fact that is not a set of names: not cached (recomputed each run)
-        stored = {k: sorted(v) for k, v in _values(facts).items()}
-        # with its digest, which a warm run would otherwise make again from 27,000 names (15 ms)
-        self._write(key, {"key": key, "facts": stored, "digest": _sorted_digest(stored)}, "facts")
-
-    def parts_key(self, path: str, content: bytes) -> str:
-        """The key of one file's collector parts: the tool, the path (a collector may read it),
-        the content_digest of the file's bytes."""
-        digest = self._signers()[0].copy()
-        digest.update(f"parts\0{tool_digest()}\0".encode())
-        digest.update(path.encode("utf-8", "surrogatepass") + b"\0" + content)
-        return digest.hexdigest()
-
-    def get_parts(self, key: str, collectors: Sequence[str]) -> dict | None:
-        """The file's part for each collector named, or None unless the entry holds all of them."""
-        parts = self._parts(key)
-        if parts is None or not all(name in parts for name in collectors):
-            return None  # missing, corrupt, or made for other collectors: recompute
-        return {name: parts[name] for name in collectors}
-
-    def put_parts(self, key: str, parts: dict) -> None:
-        """Store the file's parts beside those other collectors left in its entry."""
-        self._write(key, {"key": key, "parts": {**(self._parts(key) or {}), **parts}}, "facts")
-
-    def _parts(self, key: str) -> dict | None:
-        found = self._read(key)
-        parts = found[0].get("parts") if found is not None else None
-        return parts if isinstance(parts, dict) else None  # missing or corrupt: a miss
