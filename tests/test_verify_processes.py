@@ -52,7 +52,12 @@ def recorded(pids: Path) -> list[int]:
     return [int(p.read_text()) for p in pids.iterdir() if p.read_text().strip()]
 
 
-def survivors(pids: Path, within: float = 0.0) -> list[int]:
+# Processes that were just sent SIGKILL, or whose death init has not reaped yet, may still show
+# for a moment on a loaded machine: every check for survivors allows for it.
+SETTLE = 30.0
+
+
+def survivors(pids: Path, within: float = SETTLE) -> list[int]:
     deadline = time.monotonic() + within
     while True:
         left = [pid for pid in recorded(pids) if alive(pid)]
@@ -76,9 +81,10 @@ os.system(f"setsid sleep 1000 > /dev/null 2>&1 < /dev/null & echo $! > {PIDS}/da
 def test_a_child_holding_stdout_neither_holds_verify_nor_outlives_it(tmp_path: Path) -> None:
     root, pids = tiny_project(tmp_path, HOLDS_STDOUT, addopts="-s")  # -s: the child gets pytest's own stdout
     detect(sys.executable, timeout=300)  # importing torch on a busy machine must not eat the short timeout
-    report = verify(root, options(timeout=15))
-    assert report.exit_code == 0, render.text(report)  # it used to wait for the pipe and time out
-    assert [side.seconds < 15 for side in report.sides] == [True, True]
+    # it used to wait for the pipe until the timeout: a timed-out side is no exit 0
+    report = verify(root, options(timeout=120))
+    assert report.exit_code == 0, render.text(report)
+    assert [side.seconds < 120 for side in report.sides] == [True, True]
     assert len(recorded(pids)) == 4  # before and after, each a held child and a daemon
     assert survivors(pids) == []
 
@@ -101,9 +107,9 @@ def test_a_run_leaves_no_process_of_its_group_or_tag(tmp_path: Path) -> None:
     pids.mkdir()
     processes = execute.Processes()
     script = f"sleep 1000 & echo $! > {pids}/group; setsid sleep 1000 & echo $! > {pids}/daemon; echo done"
-    done = processes.run(script, tmp_path, dict(os.environ), timeout=10)
+    done = processes.run(script, tmp_path, dict(os.environ), timeout=120)
     try:
-        assert (done.returncode, done.stdout, done.seconds < 10) == (0, "done\n", True)
+        assert (done.returncode, done.stdout) == (0, "done\n")  # not held until the timeout (None)
         assert len(recorded(pids)) == 2 and survivors(pids) == []
     finally:
         processes.close()
@@ -122,16 +128,21 @@ def start_verify(root: Path, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(ROOT)}
-    argv = [sys.executable, "-m", "codemods", "verify", str(root), "--python", sys.executable, "--rerun", "0", "--timeout", "120"]
+    argv = [sys.executable, "-m", "codemods", "verify", str(root), "--python", sys.executable, "--rerun", "0", "--timeout", "600"]
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     return proc, temp
 
 
 def wait_for_suites(proc: subprocess.Popen, pids: Path) -> None:
-    """Until both sides' suites have started their child (or, run one after the other, one has)."""
-    deadline = time.monotonic() + 60
+    """Until both sides' suites have started their child (or, run one after the other, one has
+    for a while). Generous: on a busy machine verify's start, its torch probes and two pytest
+    starts take long; the suites themselves block until stopped."""
+    deadline = time.monotonic() + 300
+    first: float | None = None
     while time.monotonic() < deadline and proc.poll() is None:
-        if len(list(pids.glob("child-*"))) >= 2 or (list(pids.glob("child-*")) and time.monotonic() > deadline - 45):
+        children = len(list(pids.glob("child-*")))
+        first = first if first is not None or not children else time.monotonic()
+        if children >= 2 or (first is not None and time.monotonic() - first > 30):
             time.sleep(0.3)  # its pid is written
             return
         time.sleep(0.1)
@@ -147,7 +158,7 @@ def test_a_signal_stops_the_suites_and_exits_128_plus_it(signum, tmp_path: Path)
     wait_for_suites(proc, pids)
     proc.send_signal(signum)
     try:
-        output = proc.communicate(timeout=20)[0].decode()
+        output = proc.communicate(timeout=120)[0].decode()
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -164,4 +175,4 @@ def test_the_suites_die_with_a_killed_verify(tmp_path: Path) -> None:
     wait_for_suites(proc, pids)
     proc.kill()  # SIGKILL: verify cleans nothing up; its watchdog does
     proc.communicate()
-    assert survivors(pids, within=10) == []
+    assert survivors(pids) == []
