@@ -228,6 +228,21 @@ def test_an_empty_folder_is_made_a_cache(tmp_path: Path, monkeypatch) -> None:
     assert _comparable(_run(root, mode="diff")) == _comparable(cold)
 
 
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+def test_an_empty_folder_others_can_write_in_is_not_claimed(tmp_path: Path, monkeypatch) -> None:
+    """$TORCH_MIGRATE_CACHE_DIR in a shared folder (another user's, or world-writable): they could
+    put a link where SQLite writes next; the run goes uncached, the folder as it was."""
+    root = _project(tmp_path)
+    folder = tmp_path / "shared-cache"
+    folder.mkdir()
+    folder.chmod(0o777)
+    monkeypatch.setenv(cache_mod.ENV, str(folder))
+    report = _run(root, mode="diff")
+    assert report.rewrites == {"TM001": 1}
+    assert len(report.warnings) == 1 and "only this user can write in" in report.warnings[0]
+    assert list(folder.iterdir()) == []
+
+
 def test_the_secret_is_private_and_made_once(tmp_path: Path) -> None:
     root = _project(tmp_path)
     _run(root, mode="diff")

@@ -5,9 +5,10 @@ A cache folder sits in the target repository, and what a repository holds is inp
 writes. So every key and every entry is a MAC (keyed BLAKE2b) under a secret made once per user,
 outside any repository (`key_file()`, mode 0600): a repository can neither compute the key of a
 file nor sign an entry, and an entry altered by one bit no longer verifies. A folder is used only when it
-holds a marker signed with that secret (written when this tool made the folder) and is not a
-symbolic link (which would send the cache's writes elsewhere); any other folder is left as it
-is and the run goes uncached, saying why once.
+holds a marker signed with that secret (written when this tool made the folder), is not a
+symbolic link (which would send the cache's writes elsewhere), and is this user's, writable by
+no other (who could put links where SQLite writes next); any other folder is left as it is and
+the run goes uncached, saying why once.
 
 Not checked: whether git tracks the folder. A marker no repository can forge already refuses a
 committed cache, and asking git would cost a process start on every warm run. A cache made
@@ -150,6 +151,13 @@ def usable(directory: Path, key: bytes) -> bool:
         raise Untrusted(f"the result cache {directory} is a symbolic link; not used, this run is uncached")
     if not stat.S_ISDIR(info.st_mode):
         raise Untrusted(f"the result cache {directory} is not a folder; not used, this run is uncached")
+    if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & 0o002):
+        # Whoever else can write in it can put links where SQLite writes (its -wal, -shm files):
+        # an empty folder of theirs is not claimed, and a folder this tool made is 0700. (Group
+        # write is let through: a umask of 002 gives it to every folder a user makes by hand.)
+        raise Untrusted(
+            f"the result cache {directory} is not a folder only this user can write in; not used, this run is uncached"
+        )
     try:
         fd = os.open(directory / MARKER, os.O_RDONLY | _NOFOLLOW)
     except FileNotFoundError:
