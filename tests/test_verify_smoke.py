@@ -212,3 +212,32 @@ def test_smoke_beside_a_suite_adds_its_checks_to_the_tests(project) -> None:
     assert kinds["smoke::import::mathlib.compat"] == kinds["smoke::import::mathlib.legacy"] == "fixed"
     assert kinds["smoke::import::mathlib.stats"] == "unchanged"
     assert [s.label for s in report.sides] == ["before", "after", "before", "after"]  # the suite's, then the smoke's
+
+
+def test_a_site_may_name_the_calling_modules_own_classes_unless_a_local_shadows_them(tmp_path) -> None:
+    found = discover(_project(tmp_path, {
+        "nets/__init__.py": "",
+        "nets/resnet.py": (
+            "import torch.nn as nn\n"
+            "class BasicBlock(nn.Module):\n    pass\n"
+            "class ResNet(nn.Module):\n    def __init__(self, block, layers):\n        super().__init__()\n"
+            "def ResNet18():\n    return ResNet(BasicBlock, [2, 2, 2, 2])\n"
+            "def custom(BasicBlock):\n    return ResNet(BasicBlock, [1])\n"
+        ),
+        "nets/shuffle.py": (
+            "import torch.nn as nn\n"
+            "class ShuffleBlock(nn.Module):\n    def __init__(self, groups):\n        super().__init__()\n"
+            "def make(g):\n    return ShuffleBlock(groups=g)\n"
+        ),
+        "nets/shufflev2.py": (
+            "import torch.nn as nn\n"
+            "class ShuffleBlock(nn.Module):\n    def __init__(self, groups=2):\n        super().__init__()\n"
+            "x = ShuffleBlock(groups=3)\n"
+        ),
+    }))  # fmt: skip
+    models = {c.id: c for c in found.checks if c.kind == MODEL}
+    resnet = models["smoke::model::nets.resnet.ResNet"]
+    assert (resnet.args, resnet.site, resnet.site_module) == (("BasicBlock", "[2, 2, 2, 2]"), "nets/resnet.py:8", "nets.resnet")
+    # shufflev2's call builds shufflev2's class, never the same-named class of shuffle.py
+    assert "smoke::model::nets.shuffle.ShuffleBlock" not in models and found.unbuildable == ["nets.shuffle.ShuffleBlock"]
+    assert models["smoke::model::nets.shufflev2.ShuffleBlock"].args == ()

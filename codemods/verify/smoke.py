@@ -176,14 +176,16 @@ class SmokeRuns(Workspace):
         )
         never = [i for i in outcomes["before"] if all(o[i].failing for o in outcomes.values())]
         if never:
+            why = [f"{i} ({_short(outcomes['after'][i].message)})" for i in never[:10]]
             report.notes.append(
                 f"{len(never)} smoke check(s) fail on every side (top-level work, sys.argv, a missing dependency or "
-                f"input): no evidence either way: {', '.join(never[:10])}{' …' if len(never) > 10 else ''}"
+                f"input): no evidence either way: {'; '.join(why)}{' …' if len(never) > 10 else ''}"
             )
         if found.unbuildable:
+            more = " …" if len(found.unbuildable) > 10 else ""
             report.notes.append(
                 f"{len(found.unbuildable)} nn.Module subclass(es) not built: their arguments are needed and no call "
-                f"in the project passes them as literals: {', '.join(found.unbuildable[:10])}"
+                f"in the project gives them (constants, or names of the calling module): {', '.join(found.unbuildable[:10])}{more}"
             )
 
     def smoke_without(self, project: Path, report: VerifyReport, flaky: set[str]) -> list[str]:
@@ -201,6 +203,10 @@ class SmokeRuns(Workspace):
         from codemods.verify.compare import COUNTED
 
         return [c.id for c in compared if c.kind in COUNTED and c.id not in flaky]
+
+
+def _short(message: str, width: int = 90) -> str:
+    return message if len(message) <= width else message[: width - 1] + "…"
 
 
 def _timed(fn, *args):

@@ -4,8 +4,8 @@
   its dotted name from the project root (or from `src/` in a src layout);
 - **models**: every `nn.Module` subclass it defines (directly, through another `torch.nn` class, or
   through another of its own models) that can be built: with no arguments when its `__init__`
-  needs none, else with the literal arguments of a call the project itself makes somewhere
-  (`Head(16, 4)`, `Encoder(dim=32)`: every argument a constant);
+  needs none, else with the arguments of a call the project itself makes to it, each a constant
+  or a name of the calling module (`Head(16, 4)`, `ResNet(BasicBlock, [2, 2, 2, 2])`: smoke_sites.py);
 - **scripts**: files that parse their arguments with argparse or click: `--help` must answer.
 
 Each becomes a `Check` with a pseudo-test id: `smoke::import::<dotted.module>`,
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codemods.verify.commands import TEST_FILE
+from codemods.verify.smoke_sites import Site, aliases_of, resolve, sites_in
 
 PREFIX = "smoke::"
 IMPORT, MODEL, SCRIPT = "import", "model", "script"
@@ -38,6 +39,7 @@ class Check:
     kwargs: tuple[tuple[str, str], ...] = ()  # model: name -> literal source
     path: str = ""  # the file, relative to the project
     site: str = ""  # model: where its arguments come from ("train.py:12"), "" for none
+    site_module: str = ""  # model: the module whose names its arguments use ("" when only constants)
 
     @property
     def id(self) -> str:
@@ -46,7 +48,8 @@ class Check:
 
     def to_plan(self) -> dict:
         return {"id": self.id, "kind": self.kind, "module": self.module, "cls": self.cls,
-                "args": list(self.args), "kwargs": dict(self.kwargs), "path": self.path}  # fmt: skip
+                "args": list(self.args), "kwargs": dict(self.kwargs), "path": self.path,
+                "site_module": self.site_module}  # fmt: skip
 
 
 @dataclass
@@ -97,43 +100,6 @@ def module_name(rel: str, roots: list[str]) -> str | None:
     return None
 
 
-def _aliases(tree: ast.Module, module: str) -> dict[str, str]:
-    """Local name -> the dotted name it was imported as (relative imports made absolute)."""
-    names: dict[str, str] = {}
-    package = module.rsplit(".", 1)[0] if "." in module else ""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                up = package.split(".") if package else []
-                up = up[: len(up) - (node.level - 1)] if node.level > 1 else up
-                base = ".".join([*up, base] if base else up)
-            for a in node.names:
-                names[a.asname or a.name] = f"{base}.{a.name}" if base else a.name
-    return names
-
-
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else None
-    return None
-
-
-def _resolve(node: ast.expr, aliases: dict[str, str]) -> str | None:
-    name = _dotted(node)
-    if name is None:
-        return None
-    head, _, rest = name.partition(".")
-    full = aliases.get(head, head)
-    return f"{full}.{rest}" if rest else full
-
-
 def _torch_module(name: str) -> bool:
     if not name.startswith("torch.nn."):
         return False
@@ -161,44 +127,17 @@ def _needs_arguments(node: ast.ClassDef) -> bool | None:
     return None
 
 
-def _literal(node: ast.expr) -> bool:
-    try:
-        ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
-
-
-def _sites(trees: dict[str, tuple[str, ast.Module]]) -> dict[str, list[tuple[str, int, ast.Call]]]:
-    """Class name -> calls with literal arguments only (`Head(16, 4)`), by file and line."""
-    sites: dict[str, list[tuple[str, int, ast.Call]]] = {}
-    for rel, (_, tree) in sorted(trees.items()):
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Call):
-                continue
-            name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(node.func, ast.Attribute) else None
-            if not name or not name[:1].isupper():
-                continue
-            if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
-                continue
-            if all(_literal(a) for a in node.args) and all(_literal(k.value) for k in node.keywords):
-                sites.setdefault(name, []).append((rel, node.lineno, node))
-    for calls in sites.values():
-        calls.sort(key=lambda s: (s[0], s[1]))
-    return sites
-
-
 def _parses_arguments(tree: ast.Module, aliases: dict[str, str]) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            name = _resolve(node.func, aliases) or ""
+            name = resolve(node.func, aliases) or ""
             last = name.rsplit(".", 1)[-1]
             if last in ARGPARSE_CALLS and ("argparse" in name or last != "ArgumentParser" or name == last):
                 return True
             if name in ("click.command", "click.group"):
                 return True
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if any((_resolve(d.func if isinstance(d, ast.Call) else d, aliases) or "") in ("click.command", "click.group")
+            if any((resolve(d.func if isinstance(d, ast.Call) else d, aliases) or "") in ("click.command", "click.group")
                    for d in node.decorator_list):  # fmt: skip
                 return True
     return False
@@ -219,19 +158,22 @@ def discover(project: Path) -> Discovery:
         if tree is not None:
             trees[rel] = (module or "", tree)
     classes: dict[str, list[_Class]] = {}
+    sites: dict[str, list[Site]] = {}
     for rel, (module, tree) in trees.items():
-        aliases = _aliases(tree, module)
+        aliases = aliases_of(tree, module)
+        for name, found_sites in sites_in(rel, module, tree).items():
+            sites.setdefault(name, []).extend(found_sites)
         if _parses_arguments(tree, aliases):
             found.checks.append(Check(SCRIPT, path=rel))
         if not module:
             continue
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
-                bases = [b for b in (_resolve(base, aliases) for base in node.bases) if b]
-                bases = [b if "." in b else f"{module}.{b}" for b in bases]  # a class of the same module
+                bases = [b for b in (resolve(base, aliases, module) for base in node.bases) if b]
                 classes.setdefault(f"{module}.{node.name}", []).append(_Class(module, rel, node, bases))
     models = _models(classes)
-    sites = _sites(trees)
+    for found_sites in sites.values():
+        found_sites.sort(key=lambda site: (site.needs_names, site.file, site.line))  # constants first
     for name in sorted(models):
         c = classes[name][0]
         check = _buildable(c, classes, sites)
@@ -274,10 +216,9 @@ def _buildable(c: _Class, classes: dict[str, list[_Class]], sites) -> Check | No
     if not needs:
         return base
     # Its own calls first, then those of the class whose __init__ it inherits (the same signature).
-    for rel, line, call in [*sites.get(c.node.name, []), *sites.get(owner.node.name, [])]:
-        args = tuple(ast.unparse(a) for a in call.args)
-        kwargs = tuple((k.arg, ast.unparse(k.value)) for k in call.keywords)
-        return Check(MODEL, module=c.module, cls=c.node.name, args=args, kwargs=kwargs, path=c.path, site=f"{rel}:{line}")
+    for site in [*sites.get(f"{c.module}.{c.node.name}", []), *sites.get(f"{owner.module}.{owner.node.name}", [])]:
+        return Check(MODEL, module=c.module, cls=c.node.name, args=site.args, kwargs=site.kwargs, path=c.path,
+                     site=f"{site.file}:{site.line}", site_module=site.module if site.needs_names else "")  # fmt: skip
     return None
 
 

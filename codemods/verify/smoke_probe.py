@@ -145,8 +145,13 @@ def run_model(check, device):
     import torch
 
     cls = getattr(importlib.import_module(check["module"]), check["cls"])
-    args = [ast.literal_eval(a) for a in check["args"]]
-    kwargs = {k: ast.literal_eval(v) for k, v in check["kwargs"].items()}
+    if check.get("site_module"):  # arguments naming the calling module's own classes and constants
+        namespace = dict(vars(importlib.import_module(check["site_module"])))
+        value = lambda text: eval(compile(text, "<smoke>", "eval"), namespace)  # noqa: E731
+    else:
+        value = ast.literal_eval
+    args = [value(a) for a in check["args"]]
+    kwargs = {k: value(v) for k, v in check["kwargs"].items()}
     seed_everything()
     model = cls(*args, **kwargs)
     state = model.state_dict()
