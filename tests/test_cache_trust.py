@@ -14,10 +14,8 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from codemods.api import Options, migrate
-from codemods.cli import main
 from codemods.engine import cache as cache_mod
 from codemods.engine import runner
 
