@@ -8,6 +8,7 @@ any Python with pytest); `legacy_classifier` and the era project import torch.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from codemods.results import FileResult, Report, Status
 from codemods.verify import VerifyOptions, VerifyReport, render, verify
 from codemods.verify.compare import INTENDED, UNCHANGED, TestChange
 from codemods.verify.core import _verdict
+from codemods.verify.coverage_runs import _read, hook_env
 from codemods.verify.model import OK
 from codemods.verify.rewrite_coverage import RewriteCoverage, Site, exercised, sites, statement_spans
 
@@ -120,6 +122,22 @@ def test_legacy_classifier_the_untested_cuda_branch_is_not_executed(tmp_path) ->
     assert "proof: 7 of 8 rewrites executed by the tests; not executed: classifier/train.py:22 TM101" in render.text(report)
 
 
+def test_the_hook_measures_a_process_silently_and_runs_the_interpreters_own_sitecustomize(tmp_path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f(x):\n    if x:\n        return 1\n    return 2\n\n\nf(False)\n")
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("import sys\nsys.stdout.write('own sitecustomize ran\\n')\n")
+    env = {**os.environ, **hook_env(tmp_path / "cov", [os.path.realpath(module)], None)}
+    for extra, printed in (("", ""), (os.pathsep + str(own), "own sitecustomize ran\n")):
+        done = subprocess.run(
+            [sys.executable, str(module)], env={**env, "PYTHONPATH": env["PYTHONPATH"] + extra}, capture_output=True, text=True
+        )
+        assert (done.returncode, done.stderr, done.stdout) == (0, "", printed)
+    ran, why = _read(tmp_path / "cov" / "data", {"m.py": os.path.realpath(module)})
+    assert ran == {"m.py": {1, 2, 4, 7}}, why
+
+
 # --- the pieces, without running anything ---
 
 OLD = "import collections\n\n\ndef f(x):\n    if x:\n        return collections.Mapping\n    return collections.Sequence\n"
@@ -188,3 +206,27 @@ def test_an_intended_divergence_is_its_own_kind_not_a_regression(tmp_path) -> No
     )
     assert json.loads(render.as_json(report))["summary"]["intended"] == 1
     assert "Intended (a codemod changes this result on purpose" in text
+
+
+def test_only_regressions_whose_culprits_all_declare_intent_become_intended() -> None:
+    from codemods.verify.intended import classify
+    from codemods.verify.migration import Unit
+    from codemods.verify.model import ProbeResult
+
+    era, loss = Unit("TM015", "warp.py"), Unit("TM001")
+    report = VerifyReport("p")
+    report.changes = [
+        TestChange("t.py::warp", "passed", "failed", "regression", culprits=["TM015 on warp.py"]),
+        TestChange("t.py::loss", "passed", "failed", "regression", culprits=["TM001"]),
+        TestChange("t.py::both", "passed", "failed", "regression", culprits=["TM001", "TM015 on warp.py"]),
+    ]
+    report.probe = ProbeResult("python probe.py", "diverged", culprits=["TM015 on warp.py"])
+    report.culprit_units = [loss, era]
+    classify(report)
+    assert [c.kind for c in report.changes] == [INTENDED, "regression", "regression"]
+    assert report.probe.status == INTENDED and not report.probe.regression
+    assert report.probe.intended.startswith("TM015 era-defaults changes results on purpose")
+    assert report.culprit_units == [loss, era]  # TM015 is still behind t.py::both, with TM001
+    report.changes.pop()
+    classify(report)
+    assert report.culprit_units == [loss]

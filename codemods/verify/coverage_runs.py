@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterable
 
 from codemods.verify.rewrite_coverage import RewriteCoverage, measure
+from codemods.verify.smoke_discover import is_smoke
 from codemods.verify.workspace import Workspace
 
 HOOK = '''\
@@ -59,10 +60,11 @@ def _torch_migrate_coverage():
 _torch_migrate_coverage()
 _here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _here]
-del sys.modules["sitecustomize"]
+_ours = sys.modules.pop("sitecustomize")
 try:
-    import sitecustomize  # noqa: F401  the interpreter's own
+    import sitecustomize  # noqa: F401  the interpreter's own, which then stands for this one
 except ImportError as exc:
+    sys.modules["sitecustomize"] = _ours  # importlib hands back what sys.modules holds
     if exc.name != "sitecustomize":
         raise
 '''
@@ -91,32 +93,8 @@ class CoverageRuns(Workspace):
         files = [os.path.realpath(after / rel) for rel in changed if rel.endswith(".py")]
         if not files:
             return
-        root = self.workdir / "coverage"
-        hook, lib, data = root / "hook", root / "lib", root / "data"
-        for folder in (hook, lib, data):
-            folder.mkdir(parents=True, exist_ok=True)
-        (hook / "sitecustomize.py").write_text(HOOK, encoding="utf-8")
-        package = _our_coverage()
-        if package is not None:
-            try:
-                (lib / "coverage").symlink_to(package, target_is_directory=True)
-            except OSError:
-                shutil.copytree(package, lib / "coverage")
-        include = "".join(f"\n    {f}" for f in files)
-        (root / "coveragerc").write_text(
-            f"[run]\nparallel = true\ndata_file = {data / '.coverage'}\ninclude ={include}\ndisable_warnings = {QUIET}\n",
-            encoding="utf-8",
-        )
-        self.coverage_dir = root
-        self.coverage_env = {
-            "PYTHONPATH": str(hook),
-            "COVERAGE_PROCESS_START": str(root / "coveragerc"),
-            "TORCH_MIGRATE_COVERAGE_DATA": str(data),
-            "TORCH_MIGRATE_COVERAGE_LIB": str(lib),
-        }
-        version = tuple(int(p) for p in str(getattr(self.device, "python_version", "") or "0").split(".")[:2] if p.isdigit())
-        if version >= (3, 12):
-            self.coverage_env["COVERAGE_CORE"] = "sysmon"  # far cheaper than a trace function
+        self.coverage_dir = self.workdir / "coverage"
+        self.coverage_env = hook_env(self.coverage_dir, files, getattr(self.device, "python_version", None))
 
     def rewrite_coverage(self, report) -> None:
         """Stop measuring and put what the proofs executed in `report.coverage`."""
@@ -126,9 +104,9 @@ class CoverageRuns(Workspace):
             return
         proofs = []
         if report.sides:
-            if any(not c.id.startswith("smoke::") for c in report.changes) or not report.changes:
+            if any(not is_smoke(c.id) for c in report.changes) or not report.changes:
                 proofs.append("the tests")
-            if any(c.id.startswith("smoke::") for c in report.changes):
+            if any(is_smoke(c.id) for c in report.changes):
                 proofs.append("the smoke checks")
         if report.probe is not None:
             proofs.append("the probe")
@@ -151,6 +129,36 @@ class CoverageRuns(Workspace):
         else:
             result.exercised = result.rewrites - len(result.unexercised)
         report.coverage = result
+
+
+def hook_env(root: Path, files: list[str], python_version: str | None) -> dict[str, str]:
+    """Make, under `root`, the hook, the coverage folder and the configuration that measures
+    `files` (real paths); the environment variables that turn it on in a process."""
+    hook, lib, data = root / "hook", root / "lib", root / "data"
+    for folder in (hook, lib, data):
+        folder.mkdir(parents=True, exist_ok=True)
+    (hook / "sitecustomize.py").write_text(HOOK, encoding="utf-8")
+    package = _our_coverage()
+    if package is not None:
+        try:
+            (lib / "coverage").symlink_to(package, target_is_directory=True)
+        except OSError:
+            shutil.copytree(package, lib / "coverage")
+    include = "".join(f"\n    {f}" for f in files)
+    (root / "coveragerc").write_text(
+        f"[run]\nparallel = true\ndata_file = {data / '.coverage'}\ninclude ={include}\ndisable_warnings = {QUIET}\n",
+        encoding="utf-8",
+    )
+    env = {
+        "PYTHONPATH": str(hook),
+        "COVERAGE_PROCESS_START": str(root / "coveragerc"),
+        "TORCH_MIGRATE_COVERAGE_DATA": str(data),
+        "TORCH_MIGRATE_COVERAGE_LIB": str(lib),
+    }
+    version = tuple(int(p) for p in str(python_version or "0").split(".")[:2] if p.isdigit())
+    if version >= (3, 12):
+        env["COVERAGE_CORE"] = "sysmon"  # far cheaper than a trace function
+    return env
 
 
 def _our_coverage() -> Path | None:

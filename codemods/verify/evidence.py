@@ -6,8 +6,7 @@
 from __future__ import annotations
 
 from codemods.verify.junit import FAILING
-
-SMOKE = "smoke::"
+from codemods.verify.smoke_discover import is_smoke
 
 
 def _plural(n: int, one: str, many: str) -> str:
@@ -27,8 +26,8 @@ def evidence(report) -> str:
     """`1 test passing on both sides, 9 failing on both; 2 smoke checks passing on both sides;
     3 of 12 rewrites executed`."""
     parts = []
-    tests = [c for c in report.changes if not c.id.startswith(SMOKE)]
-    smoke = [c for c in report.changes if c.id.startswith(SMOKE)]
+    tests = [c for c in report.changes if not is_smoke(c.id)]
+    smoke = [c for c in report.changes if is_smoke(c.id)]
     if report.sides and (tests or not smoke):
         parts.append(", ".join(_both(tests, ("test", "tests"))))
     if smoke:

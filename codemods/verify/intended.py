@@ -70,5 +70,9 @@ class IntendedChanges(CulpritSearch):
 
     def confirm_without(self, report: VerifyReport) -> None:
         classify(report)
-        if report.culprit_units:
-            super().confirm_without(report)
+        if not report.culprit_units:
+            return
+        super().confirm_without(report)
+        w, probe = report.without_culprits, report.probe
+        if w is not None and w.probe == "diverged" and probe is not None and probe.status == INTENDED:
+            w.probe = INTENDED  # the divergence the intended codemods make, which stay in

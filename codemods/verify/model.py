@@ -103,7 +103,7 @@ class WithoutCulprits:
 
     @property
     def clean(self) -> bool:
-        return not self.regressions and self.probe in (None, "equal", "fixed")
+        return not self.regressions and self.probe in (None, "equal", "fixed", "intended")
 
     def to_dict(self) -> dict:
         return {"units": self.units, "regressions": self.regressions, "probe": self.probe, "clean": self.clean}
