@@ -52,12 +52,14 @@ def verify(
     finally:
         signals.closing = True  # a second Ctrl-C must not cut the clean-up short
         session.processes.close()
-        signals.restore()
         if options.keep_copies:
             report.copies = str(session.workdir)
         else:
             copies.remove(session.workdir)
+        signals.restore()
         report.seconds = time.monotonic() - started
+    if signals.pending is not None:  # it came during the clean-up of a finished verification
+        raise execute.Interrupted(signals.pending)
     return report
 
 
@@ -141,11 +143,12 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 class _Signals:
     """While verifying, SIGTERM and SIGHUP stop verify as Ctrl-C does (`execute.Interrupted`, which
     the CLI turns into exit 128 + the signal), so the suites are stopped and the copies removed;
-    once `closing`, further signals wait for the clean-up. Main thread only: elsewhere a signal is
-    the caller's."""
+    once `closing`, further signals wait for the clean-up (`pending`: the first of them, raised
+    after it). Main thread only: elsewhere a signal is the caller's."""
 
     def __init__(self) -> None:
         self.closing = False
+        self.pending: int | None = None
         self.previous: dict[int, object] = {}
         if threading.current_thread() is not threading.main_thread():
             return
@@ -161,6 +164,8 @@ class _Signals:
     def handle(self, signum: int, frame) -> None:
         if not self.closing:
             raise execute.Interrupted(signum)
+        if self.pending is None:
+            self.pending = signum  # never dropped: verify raises it once the clean-up is done
 
     def restore(self) -> None:
         for signum, previous in self.previous.items():
