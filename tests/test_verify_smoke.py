@@ -241,3 +241,24 @@ def test_a_site_may_name_the_calling_modules_own_classes_unless_a_local_shadows_
     # shufflev2's call builds shufflev2's class, never the same-named class of shuffle.py
     assert "smoke::model::nets.shuffle.ShuffleBlock" not in models and found.unbuildable == ["nets.shuffle.ShuffleBlock"]
     assert models["smoke::model::nets.shufflev2.ShuffleBlock"].args == ()
+
+
+def test_a_file_in_a_folder_of_scripts_imports_its_neighbours_as_when_run_there(tmp_path) -> None:
+    """tools/gan/train.py does `from helpers import ...` (tools/gan/helpers.py), as scripts run from
+    their own folder do; helpers.py reads collections.Mapping (gone in Python 3.10), which TM401
+    repairs: both modules import only after the migration."""
+    _project(tmp_path, {
+        "tools/gan/helpers.py": "import collections\nMAPPING = collections.Mapping\n",
+        "tools/gan/train.py": "from helpers import MAPPING\n",
+        "tools/other/helpers.py": "NAME = 'another folder, another helpers.py'\n",
+        "tools/other/run.py": "from helpers import NAME\n",
+    })  # fmt: skip
+    report = _verify_json(tmp_path, "--rerun", "0", "--no-culprits")
+    kinds = {t["id"]: t["kind"] for t in report["tests"]}
+    assert kinds == {
+        "smoke::import::tools.gan.helpers": "fixed",
+        "smoke::import::tools.gan.train": "fixed",
+        "smoke::import::tools.other.helpers": "unchanged",
+        "smoke::import::tools.other.run": "unchanged",  # its own helpers.py, not tools/gan's
+    }, report["tests"]
+    assert all(t["after"] == "passed" for t in report["tests"])

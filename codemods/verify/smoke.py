@@ -18,6 +18,7 @@ side (started again after a check that crashed it or hung past the timeout); eac
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -57,13 +58,32 @@ class SmokeRuns(Workspace):
         env = {**self.env_for(project), "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1"}
         timeout = min(CHECK_TIMEOUT, self.options.timeout)
         results: dict[str, dict] = {}
-        todo = [c for c in checks if c.kind in (IMPORT, MODEL)]
         folder = self.workdir / "smoke"
         folder.mkdir(exist_ok=True)
         script = folder / "tm_smoke_probe.py"  # its own folder: the script's folder heads sys.path
-        if not script.exists():
-            shutil.copyfile(PROBE_SCRIPT, script)
+        if not script.exists():  # sides run in threads: each copies, and the last rename wins whole
+            partial = folder / f"{script.name}.{label}.part"
+            shutil.copyfile(PROBE_SCRIPT, partial)
+            os.replace(partial, script)
         roots = [str((project / r).resolve()) for r in self.smoke_found.roots]
+        groups: dict[str, list[Check]] = {}
+        for c in checks:
+            if c.kind in (IMPORT, MODEL):
+                groups.setdefault(script_folder(c.path, self.smoke_found.roots, project), []).append(c)
+        for where, todo in groups.items():
+            # A file in a folder that is no package runs as a script there (`python tools/a/run.py`):
+            # its folder heads sys.path, so `from helpers import x` finds tools/a/helpers.py. One
+            # process per such folder: two folders may each have their own `models.py`.
+            extra = [str((project / where).resolve())] if where else []
+            self._probe(project, label, python, env, script, [*extra, *roots], todo, cuda, timeout, results)
+        for c in checks:
+            if c.kind == SCRIPT:
+                results[c.id] = self._help(project, python, env, c, timeout)
+        return results
+
+    def _probe(self, project, label, python, env, script, roots, todo, cuda, timeout, results) -> None:
+        """Run `todo` in one probe process, and again after a check that crashed or hung it."""
+        folder = script.parent
         while todo:
             n = next(self.counter)
             plan, out = folder / f"{label}-{n}.json", folder / f"{label}-{n}.jsonl"
@@ -81,14 +101,10 @@ class SmokeRuns(Workspace):
                 else:
                     results[entry["id"]], started = entry, None
             if started is None:
-                break  # every check reported (or none started: nothing more to learn)
+                return  # every check reported (or none started: nothing more to learn)
             why = f"timed out after {self.options.timeout:g} s" if done.timed_out else f"crashed the interpreter (exit {done.returncode})"
             results[started] = {"id": started, "outcome": "error", "message": why, "data": None}
             todo = todo[[c.id for c in todo].index(started) + 1 :]
-        for c in checks:
-            if c.kind == SCRIPT:
-                results[c.id] = self._help(project, python, env, c, timeout)
-        return results
 
     def _help(self, project: Path, python: str, env: dict, check: Check, timeout: float) -> dict:
         try:
@@ -203,6 +219,14 @@ class SmokeRuns(Workspace):
         from codemods.verify.compare import COUNTED
 
         return [c.id for c in compared if c.kind in COUNTED and c.id not in flaky]
+
+
+def script_folder(path: str, roots: Sequence[str], project: Path) -> str:
+    """The folder of `path` when it is no package and no root (a folder of scripts), else ""."""
+    folder = path.rpartition("/")[0]
+    if not folder or folder in roots or (project / folder / "__init__.py").exists():
+        return ""
+    return folder
 
 
 def _short(message: str, width: int = 90) -> str:
