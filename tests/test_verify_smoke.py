@@ -262,3 +262,16 @@ def test_a_file_in_a_folder_of_scripts_imports_its_neighbours_as_when_run_there(
         "smoke::import::tools.other.run": "unchanged",  # its own helpers.py, not tools/gan's
     }, report["tests"]
     assert all(t["after"] == "passed" for t in report["tests"])
+
+
+def test_the_reports_give_a_smoke_run_no_exit_status() -> None:
+    from codemods.verify import render
+    from codemods.verify.model import SideRun, VerifyReport
+
+    report = VerifyReport("p", message="no regressions", test_command="smoke check")
+    report.sides = [SideRun(label, "smoke check (2 checks)", 0, 0.5, True, {"passed": 2}) for label in ("before", "after")]
+    text = render.text(report)
+    assert "  before:   `smoke check (2 checks)`, 2 passed (0.5 s)" in text, text
+    assert "| exit code |" not in render.markdown(report)
+    report.sides.insert(0, SideRun("before", "python -m pytest", 1, 0.5, True, {"failed": 1}))
+    assert "| exit code | 1 | — | — |" in render.markdown(report)

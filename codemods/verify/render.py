@@ -51,6 +51,14 @@ def _runs(change) -> str:
     return f" (reruns before: {before}{baseline}; after: {after})"
 
 
+def _smoke(side) -> bool:
+    return side.command.startswith("smoke check")  # verify/smoke.py: many processes, no one exit status
+
+
+def _exit(side) -> str:
+    return "," if _smoke(side) else f" exit {side.returncode},"
+
+
 def _same(report: VerifyReport) -> str:
     same = [c for c in report.changes if c.kind == UNCHANGED]
     failing = sum(c.after in ("failed", "error") for c in same)
@@ -77,7 +85,7 @@ def text(report: VerifyReport) -> str:
     for side in report.sides:
         torch = f", torch {side.environment['torch']}" if report.three_sides and side.environment else ""
         lines.append(
-            f"  {side.label + ':':<9} `{side.command}` exit {side.returncode}, {_tally(side.outcomes)} ({side.seconds:.1f} s{torch})"
+            f"  {side.label + ':':<9} `{side.command}`{_exit(side)} {_tally(side.outcomes)} ({side.seconds:.1f} s{torch})"
         )
     lines.append("")
     for kind, title in SECTIONS:
@@ -180,7 +188,8 @@ def markdown(report: VerifyReport) -> str:
         out += [f"### Tests (`{_cell(report.test_command or '')}`)", "", f"| | {head} |", "|---" * (len(sides) + 1) + "|"]
         if report.three_sides:
             out.append("| torch | " + " | ".join(str((s.environment or {}).get("torch")) for s in sides) + " |")
-        out.append("| exit code | " + " | ".join(str(s.returncode) for s in sides) + " |")
+        if not all(_smoke(s) for s in sides):  # the smoke check's sides have none
+            out.append("| exit code | " + " | ".join("—" if _smoke(s) else str(s.returncode) for s in sides) + " |")
         for k in ("passed", "failed", "error", "skipped"):
             if any(s.outcomes.get(k) for s in sides):
                 out.append(f"| {k} | " + " | ".join(str(s.outcomes.get(k, 0)) for s in sides) + " |")
