@@ -275,3 +275,16 @@ def test_the_reports_give_a_smoke_run_no_exit_status() -> None:
     assert "| exit code |" not in render.markdown(report)
     report.sides.insert(0, SideRun("before", "python -m pytest", 1, 0.5, True, {"failed": 1}))
     assert "| exit code | 1 | — | — |" in render.markdown(report)
+
+
+def test_a_module_that_kills_the_interpreter_costs_only_its_own_check(tmp_path) -> None:
+    _project(tmp_path, {
+        "a_exits.py": "import os\nos._exit(3)\n",  # no exception to catch: the probe process is gone
+        "b_compat.py": "import collections\nMAPPING = collections.Mapping\n",
+    })  # fmt: skip
+    report = _verify_json(tmp_path, "--rerun", "0", "--no-culprits")
+    by_id = {t["id"]: t for t in report["tests"]}
+    crashed = by_id["smoke::import::a_exits"]
+    assert (crashed["before"], crashed["after"], crashed["kind"]) == ("error", "error", "unchanged")
+    assert "crashed the interpreter (exit 3)" in crashed["after_message"]
+    assert by_id["smoke::import::b_compat"]["kind"] == "fixed"  # run by a fresh probe after the crash
