@@ -93,7 +93,8 @@ def test_coverage_that_cannot_start_is_reported_unavailable_never_a_failure(tmp_
     report = verify(_copy("half_tested", tmp_path), VerifyOptions(rerun=0, python=_bare_python()))
     assert report.exit_code == 0
     assert report.coverage.unavailable == (
-        "coverage could not start in the target interpreter (ModuleNotFoundError: No module named 'coverage')"
+        "coverage could not start in the target interpreter (ModuleNotFoundError: No module named 'coverage'); "
+        "install coverage>=7 there"
     )
     assert json.loads(render.as_json(report))["coverage"] == {
         "rewrites": 5, "exercised": None, "unexercised": None, "unavailable": report.coverage.unavailable,
@@ -230,3 +231,13 @@ def test_only_regressions_whose_culprits_all_declare_intent_become_intended() ->
     report.changes.pop()
     classify(report)
     assert report.culprit_units == [loss]
+
+
+def test_batch_report_md_lists_the_rewrites_no_proof_ran() -> None:
+    from codemods.batch.render import markdown_report
+    from codemods.batch.result import RepoResult
+
+    checked = VerifyReport("repo", coverage=RewriteCoverage(3, 2, [Site("a.py", 9, "TM101", 12, 12)], ("the tests",)))
+    text = markdown_report(RepoResult("repo", "src", status="verified"), "", checked, None)
+    assert "**2 of 3 rewrites executed** by the tests." in text
+    assert "| `a.py` | 9 | TM101 |" in text

@@ -177,7 +177,8 @@ def _read(data: Path, paths: dict[str, str]) -> tuple[dict[str, set[int]] | None
     if not started:
         notes = sorted(data.glob("unavailable-*"))
         if notes:
-            return None, f"coverage could not start in the target interpreter ({notes[0].read_text(errors='replace')})"
+            why = notes[0].read_text(errors="replace")
+            return None, f"coverage could not start in the target interpreter ({why}); install coverage>=7 there"
         return None, "no process of the after side started coverage (a command that does not run Python, or runs it with -I/-E?)"
     try:
         from coverage import CoverageData
