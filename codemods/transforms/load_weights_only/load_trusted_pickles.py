@@ -57,8 +57,16 @@ class LoadTrustedPickles(LoadWeightsOnly):
         if self.qualified_name(original_node.func) not in LOADS:
             return updated_node
         bound = arguments.bind(updated_node, POSITIONAL)
-        if "weights_only" in bound or any(a.star == "**" for a in updated_node.args):
-            return updated_node  # **kwargs: TM301 reports it; they may set weights_only themselves
+        if "weights_only" in bound:
+            return updated_node
+        if any(a.star == "**" for a in updated_node.args):
+            # The keywords may set weights_only themselves: adding it could be a TypeError.
+            self.finding(
+                original_node,
+                "`torch.load` with **kwargs: this codemod cannot tell whether they set `weights_only=`",
+                suggestion="pass weights_only=False in those keywords if every file loaded here is trusted",
+            )
+            return updated_node
         decision = self.decide(original_node, bound)
         if decision.proven:
             return updated_node  # a state dict: TM301's weights_only=True
