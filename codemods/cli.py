@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from typing import Callable
 
@@ -101,7 +102,8 @@ def _events(enabled: bool):
 
 
 def _interrupted(exc: KeyboardInterrupt, mode: str) -> None:
-    """Ctrl-C: say which files were rewritten (each other file is as it was), exit 130."""
+    """Ctrl-C or SIGTERM: say which files were rewritten (each other file is as it was), exit 130
+    (143 for SIGTERM)."""
     results = getattr(exc, "results", None)  # api.Interrupted: the files finished before it stopped
     if mode != "write":
         click.echo("interrupted; nothing was written", err=True)
@@ -112,7 +114,7 @@ def _interrupted(exc: KeyboardInterrupt, mode: str) -> None:
         click.echo(f"interrupted: {len(changed)} file(s) already rewritten; every other file is as it was", err=True)
         for path in changed:
             click.echo(f"  {path}", err=True)
-    sys.exit(130)
+    sys.exit(128 + getattr(exc, "signum", signal.SIGINT))
 
 
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
@@ -153,11 +155,12 @@ def run(paths, mode, fail_on_findings, select, ignore, unsafe, target_torch, job
     Exit code (bit flags): 0 clean; 1 a file would be rewritten (with --diff/--check), findings
     remain (with --fail-on-findings), or, with --verify, regressions; 2 a file could not be
     processed (a read-only one among them), or verification could not run. The last line of the
-    report says which. 130: interrupted by Ctrl-C; the files already rewritten are listed.
+    report says which. 130: interrupted by Ctrl-C (143: by SIGTERM); the files already rewritten are listed.
     --exit-zero keeps only bit 2.
     """
     from codemods import api, registry
     from codemods.config import ConfigError
+    from codemods.engine.interrupt import terminate_as_interrupt
 
     check_output_options(paths, fmt, quiet, verbose, statistics, config_file, no_config, stdin_filename, verify_first)
     if verify_first and fail_on_findings:
@@ -191,7 +194,8 @@ def run(paths, mode, fail_on_findings, select, ignore, unsafe, target_torch, job
     on_start, on_result, stop = progress_bar(fmt in TEXT_FORMATS and sys.stderr.isatty() and output is None and not verbose)
     on_result, finish = verbose_lines(verbose) if verbose else (on_result, lambda count: None)
     try:
-        report = api.migrate(paths, options, on_start=on_start, on_result=on_result)
+        with terminate_as_interrupt():  # SIGTERM ends the run as Ctrl-C does: what was written is listed
+            report = api.migrate(paths, options, on_start=on_start, on_result=on_result)
     except (ConfigError, registry.SelectionError) as exc:
         raise click.UsageError(str(exc)) from None  # exit 2
     except KeyboardInterrupt as exc:

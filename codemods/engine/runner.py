@@ -6,6 +6,7 @@ import difflib
 import fnmatch
 import os
 import re
+import signal
 import sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -14,10 +15,11 @@ from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from codemods.engine.cache import Cache, FileOutcome, content_digest
 from codemods.engine.gc_pause import paused_gc
-from codemods.engine.interrupt import Interrupted, StopFlag, deferred_interrupt, ignore_sigint
+from codemods.engine.interrupt import Interrupted, StopFlag, deferred_interrupt, die_with_parent, start_worker
 from codemods.engine.pipeline import transform_source
+from codemods.engine.pool import pooled
 from codemods.engine.source import Decoded, SourceError, TooLarge, decode, read_limited
-from codemods.engine.writer import ReadOnly, write_atomic
+from codemods.engine.writer import Changed, Identity, Original, ReadOnly, sweep_temps, write_atomic
 from codemods.helpers.context import FileContext
 from codemods.helpers.facts import RepoFacts
 from codemods.helpers.scan import names_key
@@ -99,6 +101,8 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
         if known is not None and known[1] > plan.max_bytes:  # known: the digest's bytes
             raise TooLarge(known[1], plan.max_bytes)
         notebook = path.suffix == ".ipynb"
+        # which file is read, taken first: a write later replaces only that file with those bytes
+        seen = Identity.of(path) if plan.mode == "write" else None
         data = read_limited(path, plan.max_bytes) if known is None or notebook else None
     except TooLarge as exc:
         return FileResult(display, Status.ERROR, problem=Problem(display, 0, exc.reason))
@@ -111,7 +115,7 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
     if not specs:
         return FileResult(display, Status.SKIPPED)
     if notebook:
-        return None if cached_only else _notebook(path, display, data, specs, plan)
+        return None if cached_only else _notebook(path, display, data, specs, plan, seen)
 
     cache = _cache(plan.cache_dir)
     if cached_only and cache is None:
@@ -146,19 +150,23 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
         return result
     if plan.mode == "write":
         source = source if source is not None else decode(data)  # a cache hit: only decoding is redone
-        failed = _write(path, source, outcome.code, display, outcome.findings)
+        failed = _write(path, source, outcome.code, display, outcome.findings, Original(seen, data))
         if failed is not None:
             return failed
         return result
     return replace(result, diff=outcome.diff)
 
 
-def _write(path: Path, source: Decoded, code: str, display: str, findings) -> FileResult | None:
-    """Write the migrated text in the file's own encoding; a `FileResult` only when that fails."""
+def _write(path: Path, source: Decoded, code: str, display: str, findings, original: Original) -> FileResult | None:
+    """Write the migrated text in the file's own encoding over the file `original` was read from;
+    a `FileResult` only when that fails (the file is then left as it is)."""
     try:
-        write_atomic(path, source.encode(code))
+        write_atomic(path, source.encode(code), original)
     except ReadOnly:
         problem = Problem(display, 0, "read-only; left untouched")
+        return FileResult(display, Status.ERROR, findings=findings, problem=problem)
+    except Changed:  # saved, replaced or made a link since it was read: the user's version stands
+        problem = Problem(display, 0, "changed while torch-migrate ran; left as it is")
         return FileResult(display, Status.ERROR, findings=findings, problem=problem)
     except (OSError, UnicodeEncodeError) as exc:
         reason = f"cannot write: {getattr(exc, 'strerror', None) or exc}; left untouched"
@@ -188,7 +196,9 @@ def _cache(directory: str | None) -> Cache | None:
     return Cache(directory) if directory else None
 
 
-def _notebook(path: Path, display: str, data: bytes, specs: tuple[Spec, ...], plan: Plan) -> FileResult:
+def _notebook(
+    path: Path, display: str, data: bytes, specs: tuple[Spec, ...], plan: Plan, seen: Identity | None
+) -> FileResult:
     """Notebooks are not cached (rare, and their diff is per cell)."""
     try:
         source = decode(data)
@@ -210,7 +220,7 @@ def _notebook(path: Path, display: str, data: bytes, specs: tuple[Spec, ...], pl
             for index, old, new in zip(notebook.changed_cells, notebook.cells_before, notebook.cells_after)
         )
     if plan.mode == "write":
-        failed = _write(path, source, result.code, display, result.findings)
+        failed = _write(path, source, result.code, display, result.findings, Original(seen, data))
         if failed is not None:
             return failed
     return FileResult(
@@ -246,12 +256,15 @@ def run_files(
 ) -> list[FileResult]:
     """Process `(path, display)` pairs; results come back in input order whatever `jobs` is.
 
-    Ctrl-C stops the run once the files in progress are done, and raises `Interrupted` with the
-    results of every file finished (so the caller can name exactly the files rewritten).
+    Ctrl-C or SIGTERM stops the run once the files in progress are done (engine/pool.py), and
+    raises `Interrupted` with the results of every file finished (so the caller can name exactly
+    the files rewritten).
     """
     jobs = processes(jobs)
     work = [(path, display, plan) for path, display in files]
     done: dict[int, FileResult] = {}
+    if plan.mode == "write":
+        sweep_temps({path.parent for path, _ in files})  # what a killed run left half-written
 
     def finished(index: int, result: FileResult) -> None:
         done[index] = result
@@ -277,7 +290,7 @@ def run_files(
                 cache.close()  # a connection is freed by the cycle collector only (sqlite3's statement cache)
     results = [done[i] for i in sorted(done)]
     if stop.requested:
-        raise Interrupted(results)
+        raise Interrupted(results, stop.signum)
     if len(results) != len(work):
         raise AssertionError("fewer results than files")
     return results
@@ -291,75 +304,16 @@ def _lookup(job: tuple[Path, str, Plan]) -> FileResult | None:
         return None
 
 
-# In a pool worker: set by the main process after Ctrl-C, so that a chunk stops between files.
-_halt = None
-# In a pool worker: the run's plan, handed over once when the worker starts. Sent with every
-# chunk instead, it was pickled in the main process (and unpickled in a worker) once per chunk,
-# and it holds the whole repository's facts.
-_plan: Plan | None = None
-
-
-def _start_worker(halt, plan: Plan) -> None:
-    global _halt, _plan
-    ignore_sigint()
-    _halt, _plan = halt, plan
-
-
-def _process_chunk(files: list[tuple[Path, str]]) -> list[FileResult]:
-    """The results of the chunk's first files, in order: all of them unless the run was halted."""
-    results = []
-    for path, display in files:
-        if _halt is not None and _halt.is_set():
-            break
-        results.append(_process((path, display, _plan)))
-    return results
-
-
 def _results(work: list[tuple[int, tuple]], jobs: int, stop: StopFlag) -> Iterator[tuple[int, FileResult]]:
     """(index, result) for each `(index, job)`: in order in this process, largest files first in
-    a pool; after a stop request, only those of the files already done or in progress (a worker
-    stops after the file it is on)."""
+    a pool; after a stop request, only those of the files already done (engine/pool.py)."""
     if jobs <= 1 or len(work) < _POOL_THRESHOLD or not _shared_locks():
         for index, job in work:
             if stop.requested:
                 return
             yield index, _process(job)
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    # Largest files first: the last chunks are then small files, and no worker is left with a
-    # large one while the others wait. Each result keeps its index (the caller orders by it).
-    work = sorted(work, key=_size, reverse=True)
-    size = max(1, min(16, len(work) // (jobs * 4)))
-    chunks = [work[i : i + size] for i in range(0, len(work), size)]
-    context = multiprocessing.get_context(method)
-    halt = context.Event()
-    stop.when_requested(halt.set)  # at once: the main process may be waiting on a whole chunk
-    plan = work[0][1][2]  # every job of a run carries the same plan
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_worker, initargs=(halt, plan))
-    try:
-        futures = [pool.submit(_process_chunk, [(path, display) for _, (path, display, _) in chunk]) for chunk in chunks]
-        for position, (chunk, future) in enumerate(zip(chunks, futures)):
-            if stop.requested:
-                yield from _in_progress(chunks[position:], futures[position:])
-                return
-            try:
-                results = future.result()
-            except BrokenProcessPool:
-                # A worker died (a native crash in the parser on some input). Finish the rest one
-                # file per process: the file that kills its process is reported, every other
-                # file migrates.
-                for index, job in (pair for rest in chunks[position:] for pair in rest):
-                    if stop.requested:
-                        return
-                    yield index, _isolated(job, method)
-                return
-            yield from zip((index for index, _ in chunk), results)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    yield from pooled(work, jobs, stop, _process)
 
 
 @lru_cache(maxsize=1)
@@ -374,30 +328,6 @@ def _shared_locks() -> bool:
     except (OSError, ImportError):
         return False
     return True
-
-
-def _size(item: tuple[int, tuple]) -> int:
-    try:
-        return os.path.getsize(item[1][0])
-    except OSError:
-        return 0  # unreadable: the worker reports it
-
-
-def _in_progress(chunks: list[list], futures: list) -> Iterator[tuple[int, FileResult]]:
-    """After a stop request: cancel the chunks no worker has started; collect what the others
-    finished (each stops after its file in progress; `zip` pairs those results with their files)."""
-    from concurrent.futures.process import BrokenProcessPool
-
-    for future in futures:
-        future.cancel()
-    for chunk, future in zip(chunks, futures):
-        if future.cancelled():
-            continue
-        try:
-            results = future.result()
-        except BrokenProcessPool:  # what that worker wrote before dying cannot be known
-            continue
-        yield from zip((index for index, _ in chunk), results)
 
 
 def in_processes(function: Callable[[T], R], items: Sequence[T], jobs: int | None = None) -> Iterator[R]:
@@ -416,7 +346,7 @@ def in_processes(function: Callable[[T], R], items: Sequence[T], jobs: int | Non
     # Ctrl-C reaches the workers too: the process that waits on them stops the run (a worker
     # interrupted mid-item would print its traceback), and they end with their item
     context = multiprocessing.get_context(method)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=ignore_sigint) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=start_worker, initargs=(os.getpid(),)) as pool:
         yield from pool.map(function, items)
 
 
@@ -434,7 +364,7 @@ def apart(function: Callable[..., R], *args) -> R:
         return function(*args)  # a pool's worker (batch) may have no children
     context = multiprocessing.get_context("fork")
     reader, writer = context.Pipe(duplex=False)
-    child = context.Process(target=_send_result, args=(writer, function, args))
+    child = context.Process(target=_send_result, args=(writer, function, args, os.getpid()))
     try:
         child.start()
     except OSError:  # no process to be had (a limit on processes, memory)
@@ -446,6 +376,9 @@ def apart(function: Callable[..., R], *args) -> R:
         kind, value = reader.recv()
     except (EOFError, OSError):
         kind, value = "failed", None  # it died before it could answer
+    except BaseException:  # Ctrl-C, SIGTERM: its work is not wanted any more (its pool dies with it)
+        child.terminate()
+        raise
     finally:
         reader.close()
         child.join(timeout=5)
@@ -455,7 +388,9 @@ def apart(function: Callable[..., R], *args) -> R:
     return value if kind == "ok" else function(*args)
 
 
-def _send_result(writer, function: Callable, args: tuple) -> None:
+def _send_result(writer, function: Callable, args: tuple, parent: int) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # `terminate` ends it where it stands, not the handler forked with it
+    die_with_parent(parent)
     try:
         writer.send(("ok", function(*args)))
     except KeyboardInterrupt:  # the main process stops the run itself
@@ -464,18 +399,3 @@ def _send_result(writer, function: Callable, args: tuple) -> None:
         writer.send(("failed", repr(exc)))
     finally:
         writer.close()
-
-
-def _isolated(job: tuple[Path, str, Plan], method: str) -> FileResult:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
-    try:
-        context = multiprocessing.get_context(method)
-        with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=ignore_sigint) as pool:
-            return pool.submit(_process, job).result()
-    except BrokenProcessPool:
-        display = job[1]
-        reason = "the parser crashed on this file (its process died); left untouched"
-        return FileResult(display, Status.ERROR, problem=Problem(display, 0, reason))
