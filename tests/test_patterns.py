@@ -207,3 +207,18 @@ def test_a_search_that_asks_the_words_first_finds_what_re_finds(data) -> None:
 def test_most_triggers_are_asked_of_the_words_first() -> None:
     triggers = sorted({p for spec in registry.all_specs() for p in spec.triggers})
     assert len([p for p in triggers if word_clauses(p)]) >= 0.8 * len(triggers)
+
+
+def test_a_pickled_pattern_still_answers() -> None:
+    # A plan sent to a worker pickles its Words; the lazy parts must not arrive as a foreign
+    # "not made yet" marker (it read as a value: "TypeError: 'object' object is not iterable").
+    import pickle
+
+    from codemods.helpers.patterns import Words
+
+    for pattern in (r"\bcuda\b", r"size_average|reduce\s*=", r"\.data\[0\]"):
+        fresh = Words(pattern)
+        copy = pickle.loads(pickle.dumps(fresh))
+        for text in ("x.cuda()", "F.nll_loss(a, b, size_average=False)", "loss.data[0]", "nothing here"):
+            assert copy.search(text) == Words(pattern).search(text)
+            assert list(copy.starts(text)) == list(Words(pattern).starts(text))

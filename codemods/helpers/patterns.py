@@ -97,6 +97,12 @@ class Words:
             return any(probe.search(text) for probe in self._probes)
         return next(self.starts(text), None) is not None
 
+    def __reduce__(self):
+        # Only the source travels (to a worker, in a pickled plan): the lazily made parts are
+        # made again there. Copying the slots would carry the module-private `_UNSET` marker,
+        # which is another object in the receiving process.
+        return (Words, (self.pattern, self._probes is None))
+
     def __repr__(self) -> str:
         return f"Words({self.pattern!r})"
 
