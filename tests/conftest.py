@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,106 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 PROJECTS = FIXTURES / "projects"
+
+# -- the quick run and the full run ----------------------------------------------------------------
+#
+# `python -m pytest` is the contributor's quick run: the tests marked with one of FULL_ONLY are
+# deselected. `python -m pytest --full` (what .ci/run runs) runs every test. An explicit `-m EXPR`
+# decides for itself, and a test file named on the command line always runs whole.
+# TORCH_MIGRATE_CORPUS_REQUIRED=1 (CI) keeps its meaning, that a missing corpus is a failure and not
+# a skip: it selects the corpus and real-suite tests too, so they can never be absent unnoticed.
+
+FULL_ONLY = ("corpus", "realsuites", "slow")
+# `slow` is given here, by rule, to tests that take tens of seconds to minutes each or build what
+# they need (the reasons beside each), so that no test file has to remember it.
+SLOW_FIXTURES = {
+    "old_torch_python": "runs code on the cached torch 1.13.1 venv (scripts/old_torch.py), built on first use",
+    "hostile_tree": "migrates over a thousand mutated files, in the engine and through the CLI",
+}
+SLOW_FILES = {
+    "test_gpu_check_script.py": "installs the project and torch from wheels into fresh virtualenvs",
+}
+SLOW_TESTS = {  # test function names (every parametrization)
+    "test_batch.py::test_dask_cluster_gives_the_same_summary_as_the_local_pool": "starts a Dask cluster",
+    "test_batch_dask.py::test_dask_workers_migrate_a_large_repository_as_the_local_pool_does": "starts a Dask cluster",
+    "test_batch.py::test_batch_commits_fixes_refuses_regressions_and_reports_bad_files":
+        "verifies three repositories end to end, with a culprit search",
+    "test_behaviour_dataparallel_to_ddp.py::test_torchrun_two_cpu_processes": "starts torchrun with two processes",
+    "test_behaviour_ddp_placement.py::test_library_module_under_torchrun_starts_no_process_group":
+        "starts torchrun with two processes",
+    "test_precommit.py::test_readme_example_pinned_by_autoupdate_rewrites_staged_files_but_not_excluded_ones":
+        "pre-commit builds the hook's environment",
+    "test_verify_e2e.py::test_regression_is_reported_with_its_culprit_and_the_tree_is_untouched":
+        "a verification with its culprit search",
+    "test_verify_e2e.py::test_readme_example_is_fixed_by_the_migration": "the README's verify example, end to end",
+    "test_hostile.py::test_hostile_corpus_and_notebooks_through_the_cli": "a large hostile run through the CLI",
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--full", action="store_true",
+        help=f"run every test, also those marked {', '.join(FULL_ONLY)} (what CI runs); default: a quick run without them",
+    )  # fmt: skip
+
+
+def _named_files(config: pytest.Config) -> set[Path]:
+    base = config.invocation_params.dir
+    named = set()
+    for arg in config.args:
+        path = (base / arg.split("::", 1)[0]).resolve()
+        if path.is_file():
+            named.add(path)
+    return named
+
+
+def _full_only(item: pytest.Item) -> str | None:
+    return next((name for name in FULL_ONLY if item.get_closest_marker(name) is not None), None)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the markers given here
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        why = (
+            next((SLOW_FIXTURES[f] for f in getattr(item, "fixturenames", ()) if f in SLOW_FIXTURES), None)
+            or SLOW_FILES.get(item.path.name)
+            or next((reason for test, reason in SLOW_TESTS.items() if ("/" + item.nodeid.split("[", 1)[0]).endswith("/" + test)), None)
+        )
+        if why:
+            item.add_marker(pytest.mark.slow(reason=why))
+    if config.getoption("--full") or config.option.markexpr:
+        return
+    required = os.environ.get("TORCH_MIGRATE_CORPUS_REQUIRED")
+    named = _named_files(config)
+    kept, deselected = [], []
+    for item in items:
+        marker = _full_only(item)
+        if marker is None or item.path in named or (required and marker in ("corpus", "realsuites")):
+            kept.append(item)
+        else:
+            deselected.append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if config.getoption("--full") or config.option.markexpr:
+        return None
+    return f"quick run: tests marked {', '.join(FULL_ONLY)} are deselected (--full runs every test, as CI does)"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_config_folder(tmp_path_factory: pytest.TempPathFactory):
+    """The user's config folder, where the result cache's secret is made (engine/cache_trust.py),
+    is the session's own: no test writes into the real ~/.config (nor %APPDATA%). Set in
+    os.environ, so that the command-line children the tests start inherit it; a test that wants
+    another one sets its own with monkeypatch."""
+    config = tmp_path_factory.mktemp("config-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CONFIG_HOME", str(config))
+        patch.setenv("APPDATA", str(config))
+        yield config
 
 
 @pytest.fixture
