@@ -117,6 +117,12 @@ def _interrupted(exc: KeyboardInterrupt, mode: str) -> None:
     sys.exit(128 + getattr(exc, "signum", signal.SIGINT))
 
 
+def _verify_stopped(exc: KeyboardInterrupt) -> None:
+    """Ctrl-C, SIGTERM or SIGHUP during verify: its commands are stopped and its copies gone; exit 128 + the signal."""
+    click.echo("interrupted: the tests were stopped and the copies removed", err=True)
+    sys.exit(128 + getattr(exc, "signum", signal.SIGINT))
+
+
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="torch-migrate")
 def main() -> None:
@@ -269,6 +275,8 @@ def _run_verified(paths, mode, fmt, output, exclude, no_config, drop_culprits, s
         applied = apply_verified(paths[0], report, options, drop_culprits=drop_culprits)
     except (ConfigError, registry.SelectionError) as exc:
         raise click.UsageError(str(exc)) from None
+    except KeyboardInterrupt as exc:
+        _verify_stopped(exc)
     if fmt == "json":
         data = {"verify": report.to_dict(), "written": applied.written, "message": applied.message,
                 "dropped": applied.dropped, "migration": applied.migration.to_dict() if applied.migration else None,
@@ -325,6 +333,8 @@ def verify_(path, select, ignore, unsafe, target_torch, rtol, atol, fmt, output,
         report = verify(path, options, on_event=_events(fmt == "text" and sys.stderr.isatty()))
     except (ConfigError, registry.SelectionError) as exc:
         raise click.UsageError(str(exc)) from None
+    except KeyboardInterrupt as exc:
+        _verify_stopped(exc)
     rendered = render.RENDERERS[fmt](report).rstrip("\n")
     if output is not None:
         write_report(output, rendered)

@@ -72,10 +72,14 @@ def test_doctor_and_verify_ask_torch_the_same_way() -> None:
     assert (here.cuda_available, here.cuda_version, here.devices) == (there.cuda_available, there.cuda_version, there.devices)
 
 
-def test_a_torch_that_does_not_import_is_reported_by_both(monkeypatch) -> None:
+def test_a_torch_that_does_not_import_is_reported_by_both(monkeypatch, tmp_path) -> None:
     from codemods import doctor, torch_probe
 
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ModuleNotFoundError
     info = torch_probe.describe()
     assert info["torch"] is None and not info["imported"] and info["error"].startswith("ModuleNotFoundError")
-    assert doctor.probe_torch() == doctor.TorchInfo(installed=False, error=info["error"])
+    # doctor asks a child process (started in an empty folder): give it a torch that fails the same way
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'torch'\")\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    assert doctor.probe_torch() == doctor.TorchInfo(installed=False, error="ModuleNotFoundError: No module named 'torch'")
