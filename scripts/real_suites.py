@@ -62,6 +62,10 @@ class Suite:
     tests: tuple[str, ...] = ("tests",)
     min_passed: int = 0  # the target after migration
     setup_files: tuple[str, ...] = ()  # empty files added to both copies (see the module docstring)
+    # Tests that load a whole pickled object with torch.load: torch >= 2.6 refuses it by default,
+    # and the default migration keeps that safe load (TM301 reports it, with the add_safe_globals
+    # recipe; only --unsafe's TM302 writes weights_only=False), so they fail after the migration.
+    safe_load_failing: tuple[str, ...] = ()
 
     @property
     def folder(self) -> str:
@@ -74,8 +78,9 @@ SUITES: tuple[Suite, ...] = (
         "0.1.0",
         "afc63936aceffc1634c72d8f3cdea748df330fbdd2b3a1b75f393a9258914141",
         "pytorch-ignite-0.1.0.tar.gz",
-        min_passed=76,
+        min_passed=75,
         setup_files=("tests/__init__.py",),
+        safe_load_failing=("tests/ignite/handlers/test_checkpoint.py::test_no_state_dict",),
     ),
     Suite(
         "poutyne",

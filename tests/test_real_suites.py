@@ -82,10 +82,11 @@ def test_broken_ignite_names_the_fault_behind_exactly_the_tests_that_use_it(brok
     dependent = _tests_in("pytorch-ignite 0.1.0", "tests/ignite/metrics/test_mean_absolute_error.py")
     assert len(dependent) == 2, dependent
     # Nothing passed before (no module imported), so they are not regressions: newly collected, failing.
-    assert row["regressions"] == [] and set(row["newly_failing"]) == dependent, _explain(row)
+    # (And the whole-model load the safe default leaves failing: no culprit, nothing was broken.)
+    assert row["regressions"] == [] and set(row["newly_failing"]) == dependent | _safe_load_failing(row), _explain(row)
     assert row["flaky"] == [], _explain(row)
     assert row["culprits"] == {culprit: sorted(dependent)}, _explain(row)
-    assert row["after"]["passed"] >= 76 - len(dependent), _explain(row)
+    assert row["after"]["passed"] >= 75 - len(dependent), _explain(row)
 
 
 def test_broken_poutyne_reports_every_test_of_the_module_that_no_longer_imports_as_a_regression(broken):
@@ -103,12 +104,19 @@ def _explain(row: dict) -> str:
     return f"{row['project']}: {row}"
 
 
+def _safe_load_failing(row: dict) -> set[str]:
+    return set(next(s for s in real_suites.SUITES if f"{s.name} {s.version}" == row["project"]).safe_load_failing)
+
+
 def test_ignite_fails_to_import_before_and_passes_after(results):
     row = results["pytorch-ignite 0.1.0"]
     # Before: no test module imports (torch._six, collections.Mapping): only collection errors.
     assert row["before"]["passed"] == 0 and row["before"]["error"] > 0, _explain(row)
-    assert row["after"]["passed"] >= 76, _explain(row)
-    assert row["after"]["failed"] == row["after"]["error"] == 0, _explain(row)
+    assert row["after"]["passed"] >= 75, _explain(row)
+    # One test saves and loads a whole model: torch 2.13's safe load refuses it, and the migration
+    # keeps that load safe (a TM301 finding says how to allow it) instead of switching safety off.
+    assert set(row["newly_failing"]) == _safe_load_failing(row) == {"tests/ignite/handlers/test_checkpoint.py::test_no_state_dict"}
+    assert row["after"]["failed"] == 1 and row["after"]["error"] == 0, _explain(row)
     assert row["regressions"] == [] and row["status"] == "ok" and row["exit_code"] == 0, _explain(row)
     assert {"TM007", "TM401"} <= set(row["rewrites"]), _explain(row)
 
