@@ -135,20 +135,27 @@ class LoadWeightsOnly(MigrationCodemod):
         return Decision(True, "the loaded object goes into load_state_dict")
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        """The sites TM301 and TM302 share: a `torch.load` without `weights_only=`; each says what
+        it does with a load whose **kwargs may set it (`with_kwargs`) and with a decision (`decided`)."""
         if self.qualified_name(original_node.func) not in LOADS:
             return updated_node
         bound = arguments.bind(updated_node, POSITIONAL)
         if "weights_only" in bound:
             return updated_node
-        call = self._name_call(original_node, bound)
         if any(a.star == "**" for a in updated_node.args):
-            self.finding(original_node, f"`{call}` with **kwargs: make sure they set `weights_only=`")
+            self.with_kwargs(original_node, bound)
             return updated_node
-        decision = self.decide(original_node, bound)
+        return self.decided(original_node, updated_node, bound, self.decide(original_node, bound))
+
+    def with_kwargs(self, original_node: cst.Call, bound: dict) -> None:
+        call = self._name_call(original_node, bound)
+        self.finding(original_node, f"`{call}` with **kwargs: make sure they set `weights_only=`")
+
+    def decided(self, original_node: cst.Call, updated_node: cst.Call, bound: dict, decision: Decision) -> cst.BaseExpression:
         if decision.proven:
             new = append_args(updated_node, [keyword_arg("weights_only", cst.Name("True"))])
             return self.rewrite(original_node, updated_node, new, review=f"weights_only=True: {decision.why}")
-        self._report(original_node, call, bound, decision)
+        self._report(original_node, self._name_call(original_node, bound), bound, decision)
         return updated_node
 
     def _report(self, node: cst.Call, call: str, bound: dict, decision: Decision) -> None:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.gates.load_weights_only import LOADS
-from codemods.helpers import arguments
 from codemods.helpers.arguments import append_args, keyword_arg
-from codemods.transforms.load_weights_only import POSITIONAL, LoadWeightsOnly
+from codemods.transforms.load_weights_only import Decision, LoadWeightsOnly
 
 
 class LoadTrustedPickles(LoadWeightsOnly):
@@ -53,21 +51,15 @@ class LoadTrustedPickles(LoadWeightsOnly):
     - https://pytorch.org/docs/stable/notes/serialization.html#weights-only
     """
 
-    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        if self.qualified_name(original_node.func) not in LOADS:
-            return updated_node
-        bound = arguments.bind(updated_node, POSITIONAL)
-        if "weights_only" in bound:
-            return updated_node
-        if any(a.star == "**" for a in updated_node.args):
-            # The keywords may set weights_only themselves: adding it could be a TypeError.
-            self.finding(
-                original_node,
-                "`torch.load` with **kwargs: this codemod cannot tell whether they set `weights_only=`",
-                suggestion="pass weights_only=False in those keywords if every file loaded here is trusted",
-            )
-            return updated_node
-        decision = self.decide(original_node, bound)
+    def with_kwargs(self, original_node: cst.Call, bound: dict) -> None:
+        # The keywords may set weights_only themselves: adding it could be a TypeError.
+        self.finding(
+            original_node,
+            "`torch.load` with **kwargs: this codemod cannot tell whether they set `weights_only=`",
+            suggestion="pass weights_only=False in those keywords if every file loaded here is trusted",
+        )
+
+    def decided(self, original_node: cst.Call, updated_node: cst.Call, bound: dict, decision: Decision) -> cst.BaseExpression:
         if decision.proven:
             return updated_node  # a state dict: TM301's weights_only=True
         new = append_args(updated_node, [keyword_arg("weights_only", cst.Name("False"))])
