@@ -18,7 +18,7 @@ from codemods.config import Config, find_config, load_config
 from codemods.engine.discovery import _excluded, _named_rel
 from codemods.engine.pipeline import transform_source
 from codemods.engine.runner import Plan, unified_diff
-from codemods.engine.source import SourceError, decode
+from codemods.engine.source import SourceError, TooLarge, decode
 from codemods.helpers.facts import RepoFacts, collect_facts
 from codemods.results import FileResult, Problem, Report, Status
 
@@ -76,10 +76,9 @@ def migrate_stdin(data: bytes, options: Options, filename: str | None = None) ->
 
     if filename and _excluded(_named_rel(anchor, root), (*config.exclude, *options.exclude)):
         return Migrated(report(FileResult(display, Status.SKIPPED)), data)
-    if len(data) > options.max_bytes:
-        problem = Problem(display, 0, f"larger than the {options.max_bytes:,}-byte limit ({len(data):,} bytes); skipped")
-        return Migrated(report(FileResult(display, Status.ERROR, problem=problem)), data)
     try:
+        if len(data) > options.max_bytes:
+            raise TooLarge(len(data), options.max_bytes)
         source = decode(data)
     except SourceError as exc:
         problem = Problem(display, exc.line, exc.reason)

@@ -39,6 +39,14 @@ def test_dash_prints_the_migrated_source_and_the_report_on_stderr(project: Path)
     assert "-:3:5: TM001" in result.stderr and "cannot read" not in result.stderr
 
 
+def test_dash_over_the_size_limit_is_refused_as_a_file_is_and_comes_back_unchanged(project: Path) -> None:
+    big = LEGACY + "x = 1\n" * 400_000  # 2.4 MB: past the 2,000,000-byte limit
+    result = invoke("-", input=big)
+    assert result.exit_code == 2
+    assert result.stdout == big
+    assert "-: larger than the 2,000,000-byte limit (2,400,090 bytes); skipped" in result.stderr
+
+
 def test_dash_with_diff_prints_the_diff_under_the_stdin_filename(project: Path) -> None:
     result = invoke("-", "--diff", "--stdin-filename", "src/train.py", input=LEGACY)
     assert result.exit_code == 1
