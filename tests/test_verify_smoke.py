@@ -98,6 +98,27 @@ def test_a_test_command_that_ran_no_test_is_exit_2_not_ok(tmp_path) -> None:
     assert "ran no test" in report["message"]
 
 
+def test_test_files_that_pytest_collects_nothing_from_fall_back_to_the_smoke_check(tmp_path) -> None:
+    """An old repository's `test/test_utils.py` holding helpers but no test function: pytest exits 5 on
+    both sides; the proof must not stop there (crnn.pytorch did), the smoke check takes over."""
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "test_utils.py").write_text("def make_batch(n):\n    return list(range(n))\n")
+    (tmp_path / "net.py").write_text(
+        "import torch\nimport torch.nn as nn\nfrom torch.autograd import Variable\n\n\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(3, 2)\n\n"
+        "    def forward(self, x):\n        return self.fc(Variable(x))\n"
+    )
+    report = _verify_json(tmp_path, "--rerun", "0", "--no-culprits")
+    assert report["exit_code"] == 0, report["message"]
+    assert report["test_command"] == "smoke check", report
+    assert [s["command"] for s in report["sides"]] == ["smoke check (2 checks)"] * 2, report["sides"]
+    kinds = {t["id"]: (t["kind"], t["before"], t["after"]) for t in report["tests"]}
+    assert kinds["smoke::model::net.Net"] == ("unchanged", "passed", "passed"), kinds
+    assert any("pytest collected no tests" in n and "smoke check is the evidence" in n for n in report["notes"])
+    mine = _verify_json(tmp_path, "--tests", "python -m pytest", "--rerun", "0")
+    assert mine["exit_code"] == 2 and "collected no tests" in mine["message"], mine["message"]
+
+
 # -- discovery (no subprocess) ---------------------------------------------------------------------
 
 

@@ -20,7 +20,7 @@ from codemods.verify.evidence import evidence
 from codemods.verify.intended import IntendedChanges
 from codemods.verify.migration import diffstat, fired, unified
 from codemods.verify.model import ERROR, OK, REGRESSIONS, UNCHANGED, VerifyOptions, VerifyReport
-from codemods.verify.testruns import MAX_TARGETS, Run
+from codemods.verify.testruns import MAX_TARGETS, NothingCollected, Run
 from codemods.verify.workspace import PROBE, SUITE, Abort
 
 __all__ = ["verify", "Session", "Run", "Abort", "SUITE", "PROBE", "MAX_TARGETS"]
@@ -88,7 +88,12 @@ def _verify(session: Session, report: VerifyReport) -> None:
     session.choose_command(before)
     if session.command is not None:
         report.test_command = session.command.text
-        session.test_phase(report, before, after)
+        try:
+            session.test_phase(report, before, after)
+        except NothingCollected as nothing:
+            if options.tests:
+                raise  # the user's own command: never replaced behind their back
+            session.smoke_instead(report, nothing)
     if session.smoke:
         session.smoke_phase(report, before)
     if options.probe:

@@ -42,6 +42,11 @@ class Run:
         return self.tests is not None and self.returncode not in (3, 4)
 
 
+class NothingCollected(Abort):
+    """The default test command found test files but pytest collected no test from them on either
+    side (exit 5): `verify` then proves the migration with the smoke check instead."""
+
+
 class TestRuns(SmokeRuns):
     """Running the test command in a copy, and the test phase of a verification."""
 
@@ -175,7 +180,7 @@ class TestRuns(SmokeRuns):
                     f"{last_lines(first_before.tail)}"
                 )
             if not first_before.tests and not first_after.tests and first_before.returncode == 5:
-                raise Abort("pytest collected no tests on either side; give --tests CMD or --probe CMD")
+                raise NothingCollected("pytest collected no tests on either side; give --tests CMD or --probe CMD")
         elif first_before.tests is None and first_after.tests is None and ran_nothing(first_before, first_after):
             raise Abort(f"the test command ran no test on either side: {last_lines(first_before.tail)}")
         elif first_before.returncode != 0 and first_after.returncode != 0:
@@ -196,6 +201,12 @@ class TestRuns(SmokeRuns):
         self.seen = {label: expand(o, ids) for label, o in outcomes.items()}
         self.reruns(report)
         self.device_notes(report)
+
+    def smoke_instead(self, report: VerifyReport, why: NothingCollected) -> None:
+        """Drop the test phase that collected nothing; the smoke check becomes the evidence."""
+        report.notes.append(f"{str(why).split(';')[0]} (`{self.command.text}`): the smoke check is the evidence instead")
+        report.test_command, report.sides[:] = None, []
+        self.command, self.smoke = None, True
 
     def reruns(self, report: VerifyReport, changes: Sequence | None = None) -> None:
         """Rerun every changed test on every side; a change that does not hold is flaky.
