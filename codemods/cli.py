@@ -80,6 +80,8 @@ def verify_options(command: Callable) -> Callable:
                          help="Seconds allowed per side and per run."),
             click.option("--rerun", type=click.IntRange(min=0), default=2, show_default=True, metavar="N",
                          help="Reruns of each changed test on both sides, to tell flaky tests from real changes."),
+            click.option("--coverage/--no-coverage", default=True, show_default=True,
+                         help="Measure which rewrites the proof executed (coverage.py on the after side)."),
         )
     ):
         command = decorator(command)

@@ -66,6 +66,19 @@ def test_half_tested_counts_and_unexercised_rewrites_in_every_format(half) -> No
     ]
 
 
+def test_no_coverage_measures_nothing_and_claims_no_rewrite_executed(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from codemods.cli import main
+
+    project = _copy("half_tested", tmp_path)
+    result = CliRunner().invoke(main, ["verify", str(project), "--no-coverage", "--rerun", "0", "--format", "json"])
+    data = json.loads(result.stdout)
+    assert data["exit_code"] == 0, data["message"]
+    assert data["coverage"] == {"rewrites": 5, "exercised": None, "unexercised": None, "unavailable": "not measured (--no-coverage)"}
+    assert "executed" not in data["message"] or "unavailable" in data["message"], data["message"]
+
+
 def test_the_verdict_says_how_much_was_compared(half) -> None:
     assert half.message == (
         "no regressions — 1 test passing on both sides, 1 failing on both; 2 of 5 rewrites executed; "

@@ -91,7 +91,7 @@ class CoverageRuns(Workspace):
         """Measure the after copy's changed Python files from now on (notebooks cannot be)."""
         after = self.projects["after"]
         files = [os.path.realpath(after / rel) for rel in changed if rel.endswith(".py")]
-        if not files:
+        if not files or not self.options.coverage:
             return
         self.coverage_dir = self.workdir / "coverage"
         self.coverage_env = hook_env(self.coverage_dir, files, getattr(self.device, "python_version", None))
@@ -100,7 +100,7 @@ class CoverageRuns(Workspace):
         """Stop measuring and put what the proofs executed in `report.coverage`."""
         root, self.coverage_env = self.coverage_dir, None
         migration = report.migration
-        if root is None or migration is None:
+        if migration is None or (root is None and self.options.coverage):
             return
         proofs = []
         if report.sides:
@@ -120,7 +120,10 @@ class CoverageRuns(Workspace):
         result = RewriteCoverage(0, proofs=tuple(proofs))
         result.unmeasured = [f.path for f in migration.changed if not f.path.endswith(".py")]
         try:
-            ran, why = _read(root / "data", {f.path: os.path.realpath(after / f.path) for f in changed})
+            if root is None:
+                ran, why = None, "not measured (--no-coverage)"
+            else:
+                ran, why = _read(root / "data", {f.path: os.path.realpath(after / f.path) for f in changed})
             result.rewrites, result.unexercised = measure(files, ran or {})
         except Exception as exc:  # never fail a verification because of its evidence of coverage
             ran, why = None, f"{type(exc).__name__}: {exc}"

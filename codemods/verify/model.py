@@ -21,6 +21,7 @@ class VerifyOptions:
 
     tests: str | None = None  # test command; default `python -m pytest` when the project has tests
     probe: str | None = None  # a command whose printed numbers must match before and after
+    coverage: bool = True  # measure which rewrites the proofs executed (coverage_runs.py)
     smoke: bool = False  # the generated smoke check (smoke.py) beside the tests; without tests it always runs
     python: str | None = None  # target interpreter; default: active venv's, else ours
     before_python: str | None = None  # the original code's interpreter (three sides); default: the target
