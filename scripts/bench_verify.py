@@ -1,6 +1,8 @@
-"""verify's own cost: its wall time against its longest side (issue 23 asks ≤ 1.25× with three sides).
+"""verify's own cost: its wall time against its longest side (issue 23 asks ≤ 1.25× with three sides),
+and with --coverage the cost of measuring rewrite coverage (issue 36 asks ≤ 1.15× on a real suite).
 
     python scripts/bench_verify.py [--repeat 3] [--project fixtures/projects/torch1_era]
+    python scripts/bench_verify.py --coverage --project DIR --python EXE --tests CMD
 
 Runs the real CLI, `verify PROJECT --rerun 0 --no-culprits --device cpu --format json`, with two
 sides (the target only) and with three (`--before-python`, the cached torch 1.13.1 venv of
@@ -27,11 +29,11 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import old_torch  # noqa: E402
 
 
-def one(project: Path, before_python: str | None, python: str, tests: str | None) -> tuple[float, float]:
+def one(project: Path, before_python: str | None, python: str, tests: str | None, *extra: str) -> tuple[float, float]:
     command = [
         sys.executable, "-m", "codemods", "verify", str(project), "--python", python,
         "--rerun", "0", "--no-culprits", "--device", "cpu", "--format", "json",
-        *(["--tests", tests] if tests else []),
+        *(["--tests", tests] if tests else []), *extra,
     ]  # fmt: skip
     if before_python:
         command += ["--before-python", before_python]
@@ -58,6 +60,16 @@ def measure(project: Path, repeat: int, before: str | None = None, python: str =
     return out
 
 
+def coverage_overhead(project: Path, repeat: int, python: str = sys.executable, tests: str | None = None) -> dict:
+    """verify's wall time measuring rewrite coverage against `--no-coverage` (two sides), interleaved."""
+    runs: dict[str, list[float]] = {"coverage": [], "no coverage": []}
+    for _ in range(repeat):
+        runs["coverage"].append(one(project, None, python, tests)[0])
+        runs["no coverage"].append(one(project, None, python, tests, "--no-coverage")[0])
+    medians = {label: round(statistics.median(walls), 2) for label, walls in runs.items()}
+    return {**medians, "ratio": round(medians["coverage"] / medians["no coverage"], 3)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
@@ -65,7 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before-python", help="the before interpreter (default: scripts/old_torch.py's venv)")
     parser.add_argument("--python", default=sys.executable, help="the target interpreter")
     parser.add_argument("--tests", help="the test command (default: verify's)")
+    parser.add_argument("--coverage", action="store_true", help="compare verify with and without rewrite coverage instead")
     args = parser.parse_args(argv)
+    if args.coverage:
+        r = coverage_overhead(args.project, args.repeat, args.python, args.tests)
+        print(f"verify on {args.project.name}, medians of {args.repeat}: with rewrite coverage {r['coverage']:.2f} s, "
+              f"--no-coverage {r['no coverage']:.2f} s, ratio {r['ratio']:.3f}")
+        return 0
     results = measure(args.project, args.repeat, args.before_python, args.python, args.tests)
     print(f"verify on {args.project.name}, medians of {args.repeat}:")
     print("| | verify wall | longest side | ratio |\n|---|---|---|---|")

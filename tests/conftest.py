@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import zlib
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,34 @@ SLOW_TESTS = {  # test function names (every parametrization)
     "test_hostile.py::test_hostile_corpus_and_notebooks_through_the_cli": "a large hostile run through the CLI",
 }
 
+# Equivalence tests parametrized over every fixture and every source file (a shortcut against
+# libcst's slow path, a table against the fixtures): the quick run keeps one parametrization in
+# SAMPLE_EVERY, the same ones every time (by a hash of the test id), and deselects the others;
+# --full runs them all. The fixture tests themselves (test_fixtures.py) always run whole.
+SAMPLE_EVERY = 8
+SAMPLED_TESTS = (
+    "test_engine_speed.py::test_statement_import_scan_equals_a_full_visit",
+    "test_engine_speed.py::test_statement_class_scan_equals_a_full_visit",
+    "test_engine_speed.py::test_import_edits_equal_libcsts",
+    "test_codegen.py::test_seeded_statements_are_what_libcst_writes_for_them",
+    "test_codegen.py::test_same_code_as_libcst_before_and_after_a_change",
+    "test_report_fixes.py::test_edits_of_every_fixture_reproduce_its_output",
+    "test_name_guard.py::test_every_codemod_fixture_output_passes_the_guard",
+    "test_traverse.py::test_same_callbacks_and_output_as_libcst",
+    "test_target_torch_old.py::test_every_symbol_an_output_adds_has_an_entry",
+    "test_patterns.py::test_every_trigger_finds_what_re_finds_on_every_fixture",
+    "test_behaviour_loss_reduction.py::test_every_loss_class_keeps_its_reduction",
+    "test_facts_collectors.py::test_a_part_is_json_data_so_the_cache_gives_back_what_collect_made",
+)
+
+
+def _sampled_out(item: pytest.Item) -> bool:
+    """A parametrization of a SAMPLED_TESTS test that the quick run leaves to --full."""
+    name = "/" + item.nodeid.split("[", 1)[0]
+    if "[" not in item.nodeid or not any(name.endswith("/" + test) for test in SAMPLED_TESTS):
+        return False
+    return zlib.crc32(item.nodeid.encode()) % SAMPLE_EVERY != 0
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
@@ -82,7 +111,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     kept, deselected = [], []
     for item in items:
         marker = _full_only(item)
-        if marker is None or item.path in named or (required and marker in ("corpus", "realsuites")):
+        if item.path in named or (required and marker in ("corpus", "realsuites")):
+            kept.append(item)
+        elif marker is None and not _sampled_out(item):
             kept.append(item)
         else:
             deselected.append(item)
@@ -94,7 +125,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_report_header(config: pytest.Config) -> str | None:
     if config.getoption("--full") or config.option.markexpr:
         return None
-    return f"quick run: tests marked {', '.join(FULL_ONLY)} are deselected (--full runs every test, as CI does)"
+    return (
+        f"quick run: tests marked {', '.join(FULL_ONLY)} are deselected, and all but one in {SAMPLE_EVERY} "
+        "parametrizations of the every-fixture equivalence tests (--full runs every test, as CI does)"
+    )
 
 
 @pytest.fixture(scope="session", autouse=True)
