@@ -38,7 +38,12 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
       import of the module's import block. When `device` means something else anywhere in the
       module, the definition takes a fresh name (`torch_device`). In a module that imports torch
       only inside its functions (or not at all), a site in a function gets the definition in that
-      function, after its own imports, so torch stays a lazy dependency.
+      function, after its own imports, so torch stays a lazy dependency. `is_available()`
+      initialises CUDA, which reads `CUDA_VISIBLE_DEVICES` only then: in a script that selects
+      its GPU (`os.environ["CUDA_VISIBLE_DEVICES"] = ...`, directly or in a helper), the
+      definition goes after the selection; where that is in `main()` or in the
+      `if __name__ == "__main__":` block, that block and each function using the device define
+      it themselves, after the selection (helpers/gpu_selection.py).
 
     ## Why is this bad?
     `.cuda()` and the `torch.cuda.*Tensor` types crash on a machine without CUDA, so the code (and
