@@ -10,7 +10,7 @@ import libcst as cst
 
 from codemods.helpers import arguments
 from codemods.helpers.device_codemod import DeviceCodemod
-from codemods.helpers.arguments import ARG_SEPARATOR, keyword_arg, on_one_line
+from codemods.helpers.arguments import ARG_SEPARATOR, keyword_arg
 from codemods.helpers.names import dotted, walk_statements
 from codemods.transforms.cuda_to_device.receivers import (
     ClassCollector,
@@ -255,7 +255,7 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
 
         def build(device: cst.Name) -> cst.Call:
             added = [keyword_arg("dtype", self.spell(f"torch.{dtype}")), keyword_arg("device", device)]
-            return updated.with_changes(func=self.spell(factory), args=[*args[:-1], *on_one_line([args[-1], *added])])
+            return arguments.append_args(updated.with_changes(func=self.spell(factory), args=args), added)
 
         return self.with_device(original, updated, build)
 
@@ -298,8 +298,9 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
         ]
 
         def build(device: cst.Name) -> cst.Call:
-            args = on_one_line([keyword_arg("device", device), keyword_arg("dtype", self.spell(f"torch.{dtype}")), *rest])
-            return updated.with_changes(func=updated.func.with_changes(attr=cst.Name("to")), args=args)
+            typed = keyword_arg("dtype", self.spell(f"torch.{dtype}")).with_changes(comma=bound["dtype"].arg.comma)  # its comment
+            args = [keyword_arg("device", device), typed, *rest]
+            return arguments.with_args(updated.with_changes(func=updated.func.with_changes(attr=cst.Name("to"))), args)
 
         return self.with_device(original, updated, build)
 
