@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("torch")
 
 from codemods import registry  # noqa: E402
-from codemods.api import transform_source  # noqa: E402
+from codemods.api import Options, migrate, transform_source  # noqa: E402
 from tests.conftest import FIXTURES  # noqa: E402
 
 CASES = FIXTURES / "TM101-cuda-to-device"
@@ -42,6 +42,7 @@ def first_seen(code: str, tmp_path: Path, *argv: str) -> str | None:
     script = tmp_path / "script.py"
     script.write_text(code)
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "GPU")}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
     run = subprocess.run(
         [sys.executable, "-c", OBSERVE, str(script), *argv], capture_output=True, text=True, env=env, timeout=120
     )
@@ -67,3 +68,15 @@ def test_a_device_defined_after_the_imports_would_have_missed_it(tmp_path: Path)
     source = (CASES / "gpu_selection_top.in.py").read_text()
     early = source.replace("import torch as th\n", 'import torch as th\n\ndevice = th.device("cuda" if th.cuda.is_available() else "cpu")\n')
     assert first_seen(early.replace(".cuda()", ".to(device)"), tmp_path, "--gpu", "1") is None
+
+
+def test_a_helper_of_another_file_that_selects_the_gpu_is_followed(tmp_path: Path) -> None:
+    # pytorch-playground's train.py calls `misc.auto_select_gpu(...)` (utee/misc.py) at the top
+    (tmp_path / "misc.py").write_text(
+        'import os\n\n\ndef auto_select_gpu(gpus="1"):\n    os.environ["CUDA_VISIBLE_DEVICES"] = gpus\n    return gpus\n'
+    )
+    script = tmp_path / "script.py"
+    script.write_text("import misc\nimport torch\n\ngpu = misc.auto_select_gpu()\nmodel = torch.nn.Linear(2, 2).cuda()\n")
+    report = migrate([str(tmp_path)], Options(select=("TM101",), use_config=False, jobs=1, cache=False))
+    assert report.changed and "gpu = misc.auto_select_gpu()\n\ndevice = torch.device(" in script.read_text()
+    assert first_seen(script.read_text(), tmp_path) == "1"

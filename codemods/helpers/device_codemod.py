@@ -28,6 +28,7 @@ from codemods.helpers.device import (
     with_definition,
     with_local_definition,
 )
+from codemods.helpers.facts.gpu_selectors import selectors
 from codemods.helpers.gpu_selection import GpuSelection, gpu_selection
 from codemods.helpers.names import Imports, attribute_chain
 from codemods.helpers.patterns import Words
@@ -197,7 +198,8 @@ class DeviceCodemod(MigrationCodemod):
     def gpu_selection(self) -> GpuSelection | None:
         """Where the module selects its GPU (helpers/gpu_selection.py): read once, for a rewrite."""
         if self._selection is False:
-            self._selection = gpu_selection(self.module_code(self._module_node))
+            facts = getattr(self.file.facts, "gpu_selectors", frozenset())
+            self._selection = gpu_selection(self.module_code(self._module_node), selectors(facts))
         return self._selection  # type: ignore[return-value]
 
     def _selected_late(self) -> bool:

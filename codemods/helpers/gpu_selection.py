@@ -63,14 +63,14 @@ class GpuSelection:
         return 0
 
 
-def gpu_selection(code: str) -> GpuSelection | None:
-    """The module's GPU selection, None when its text selects nowhere (most modules: one regex)."""
-    if _VARIABLE.search(code) is None or _ENVIRONMENT.search(code) is None:
-        return None
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return GpuSelection(frozenset(), frozenset())
+def selecting_functions(code: str, tree: ast.Module | None = None) -> dict[str, bool]:
+    """The functions a module defines that select the GPU (directly, or by calling one of its
+    own that does), each with whether it is pure (does nothing else with CUDA)."""
+    if tree is None:
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError):
+            return {}
     functions: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -84,4 +84,17 @@ def gpu_selection(code: str) -> GpuSelection | None:
         selecting |= more
     pure = {name for name in selecting if _CUDA_WORD.search(_VARIABLE.sub("", functions[name])) is None}
     pure = {name for name in pure if _calls(functions[name], frozenset(selecting)) <= pure | {name}}
-    return GpuSelection(frozenset(selecting), frozenset(pure))
+    return {name: name in pure for name in selecting}
+
+
+def gpu_selection(code: str, elsewhere: dict[str, bool] | None = None) -> GpuSelection | None:
+    """The module's GPU selection, with the selecting functions of the repository's other files
+    (`elsewhere`: name -> pure, from the `gpu_selectors` fact); None when it selects nowhere
+    (most modules: one regex)."""
+    elsewhere = elsewhere or {}
+    called = _calls(code, frozenset(elsewhere))
+    if not called and (_VARIABLE.search(code) is None or _ENVIRONMENT.search(code) is None):
+        return None
+    own = selecting_functions(code) if _VARIABLE.search(code) is not None else {}
+    selecting = {**{name: elsewhere[name] for name in called}, **own}
+    return GpuSelection(frozenset(selecting), frozenset(name for name, pure in selecting.items() if pure))
