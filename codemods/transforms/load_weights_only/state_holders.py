@@ -54,8 +54,10 @@ class StateHolders:
                 resolved = self.imports.resolve(cst.parse_expression(callee)) or callee
             except cst.ParserSyntaxError:
                 continue
-            if self._holder(resolved):
-                return f"`{spelled}` may be a `{callee}`, whose state dict holds objects (a loss scaler)"
+            leaf = resolved.rpartition(".")[2]
+            # a class: `amp.initialize(model, optimizer)` hands back the caller's own optimizer
+            if leaf[:1].isupper() and self._holder(resolved):
+                return f"`{spelled}` may be an instance of `{callee}`, whose state dict holds objects (a loss scaler)"
         return None
 
     @staticmethod
