@@ -186,3 +186,77 @@ def test_a_load_that_is_a_state_dict_on_one_path_only_still_loads_a_pretraining_
     torch.testing.assert_close(encoder.proj.weight, source.weight)
     with pytest.raises(Exception, match="Unsupported global|weights_only"):
         torch.load(path, weights_only=True)  # what weights_only=True would have done
+
+
+# apex's FP16_Optimizer, as its `state_dict()` has it: the wrapped optimizer's state dict next to
+# its LossScaler object, which weights_only=True refuses (transformer-xl's `--restart`).
+APEX_FP16 = textwrap.dedent(
+    """
+    class LossScaler:
+        def __init__(self, scale):
+            self.scale = scale
+
+    class FP16_Optimizer:
+        def __init__(self, optimizer, static_loss_scale=1.0):
+            self.optimizer = optimizer
+            self.loss_scaler = LossScaler(static_loss_scale)
+
+        def state_dict(self):
+            return {"loss_scaler": self.loss_scaler, "optimizer_state_dict": self.optimizer.state_dict()}
+
+        def load_state_dict(self, state_dict):
+            self.loss_scaler = state_dict["loss_scaler"]
+            self.optimizer.load_state_dict(state_dict["optimizer_state_dict"])
+    """
+)
+
+RESTART = textwrap.dedent(
+    """
+    import torch
+    from apex.fp16_utils import FP16_Optimizer
+
+    def build(scale):
+        optimizer = torch.optim.SGD([torch.nn.Parameter(torch.ones(2))], lr=0.1)
+        optimizer = FP16_Optimizer(optimizer, static_loss_scale=scale)
+        return optimizer
+
+    def restart(optimizer, path):
+        with open(path, "rb") as f:
+            opt_state_dict = torch.load(f)
+            optimizer.load_state_dict(opt_state_dict)
+        return optimizer
+
+    torch.save(build(128.0).state_dict(), PATH)
+    result = restart(build(1.0), PATH).loss_scaler.scale
+    """
+)
+
+
+@pytest.fixture
+def apex(monkeypatch) -> types.ModuleType:
+    package, module = types.ModuleType("apex"), types.ModuleType("apex.fp16_utils")
+    exec(compile(APEX_FP16, "apex/fp16_utils.py", "exec"), module.__dict__)
+    package.fp16_utils = module
+    monkeypatch.setitem(sys.modules, "apex", package)
+    monkeypatch.setitem(sys.modules, "apex.fp16_utils", module)
+    return module
+
+
+def test_an_fp16_optimizer_state_is_not_made_weights_only(apex, tmp_path: Path) -> None:
+    # the object really is refused by a weights-only load
+    path = tmp_path / "optimizer.pt"
+    optimizer = apex.FP16_Optimizer(torch.optim.SGD([torch.nn.Parameter(torch.ones(2))], lr=0.1), 128.0)
+    torch.save(optimizer.state_dict(), path)
+    with pytest.raises(torch.serialization.pickle.UnpicklingError):
+        torch.load(path, weights_only=True)
+    # ...so the migration does not write weights_only=True for it, and says why
+    result = transform_source(RESTART, [registry.get("TM301")])
+    assert "weights_only=True" not in result.code and not result.rewrites
+    [finding] = [f for f in result.findings if f.kind == "finding"]
+    assert finding.line == 12 and "FP16_Optimizer" in finding.message
+    # the trusted-file opt-in (TM302) then restarts with the saved loss scale
+    trusted = transform_source(result.code, registry.select(select=["TM301", "TM302"], unsafe=True))
+    assert "torch.load(f, weights_only=False)" in trusted.code
+    namespace = {"PATH": str(path)}
+    exec(compile(trusted.code, "<restart>", "exec"), namespace)
+    assert namespace["result"] == 128.0

@@ -15,7 +15,8 @@ not counts (old code is full of pyflakes messages that are none of our business)
 - a torch symbol newer than the file's target torch (helpers/emitted.py; only when the target is
   older than the newest release: a codemod that holds such a rewrite back itself never gets here).
 
-When the output has one, the pipeline is replayed one codemod at a time to find the codemod
+An import a rewrite left unused is retired (engine/import_retirement.py), the rewrite kept.
+For anything else the output has, the pipeline is replayed one codemod at a time to find the codemod
 whose output first had it (and kept it to the end); that codemod's change to this file is
 dropped (the pipeline runs again without it, so the file gets what the other codemods make of
 it, or stays as it is) and a finding names the codemod and the reason. Cost: one pyflakes run
@@ -301,9 +302,14 @@ def _guarded(spec: Spec) -> bool:
     return getattr(spec.codemod, "NAME_GUARD", True)
 
 
-def _attribute(replay: Replay, base: Profile, dropped: Iterable[str]) -> dict[str, tuple[list[Breakage], str]]:
+def _attribute(
+    replay: Replay, base: Profile, dropped: Iterable[str], retiring: bool = False
+) -> dict[str, tuple[list[Breakage], str]]:
     """Run the codemods one at a time; each breakage of the last output goes to the codemod whose
-    output first had it, if it stayed to the end. {code: (its breakages, its output)}."""
+    output first had it, if it stayed to the end. {code: (its breakages, its output)}. When
+    `retiring`, an import left unused is nobody's fault: it is retired, not its codemod dropped."""
+    from codemods.engine import import_retirement as retirement
+
     owner: dict[tuple[str, str], tuple[str, Breakage, str]] = {}
     tree, changed = replay.tree, False
     for spec in replay.specs:
@@ -320,7 +326,7 @@ def _attribute(replay: Replay, base: Profile, dropped: Iterable[str]) -> dict[st
         now = profile(text, replay.file.path, target=replay.file.target_torch, facts=replay.file.facts)
         if now is None:  # not parseable: everything from here on is this codemod's doing
             return {spec.code: ([_UNPARSED], text)}
-        new_keys = {b.key: b for b in now.new_against(base)}
+        new_keys = {b.key: b for b in now.new_against(base) if not (retiring and retirement.retirable(b, now.tree))}
         owner = {key: owner.get(key, (spec.code, b, text)) for key, b in new_keys.items()}
     guarded = {s.code for s in replay.specs if _guarded(s)}
     by_code: dict[str, tuple[list[Breakage], str]] = {}
@@ -351,11 +357,19 @@ def _finding(spec: Spec, breakages: Sequence[Breakage], source: str, output: str
         column=0,
         message=f"{spec.code} ({spec.name}) not applied to this file: its rewrite would leave {reasons}",
         safety=spec.codemod.SAFETY,
-        suggestion=f"migrate this file's {spec.code} statement_map by hand, or report it as a torch-migrate bug",
+        suggestion=_suggestion(spec, breakages),
     )
 
 
-def _untolerated(after: Profile | None, base: Profile, rewrote: Iterable[str]) -> bool | None:
+def _suggestion(spec: Spec, breakages: Sequence[Breakage]) -> str:
+    if all(b.kind == "unused-import" for b in breakages):
+        # only a relative import (the project's own module, perhaps imported for what importing
+        # it does), or one the remover sees used, is kept: whether it can go is the user's call
+        return f"migrate this file's {spec.code} sites by hand, and remove the import if nothing needs its module imported"
+    return f"migrate this file's {spec.code} sites by hand, or report it as a torch-migrate bug"
+
+
+def untolerated(after: Profile | None, base: Profile, rewrote: Iterable[str]) -> bool | None:
     """Whether `after` has a new breakage that no codemod in `rewrote` is known for; None when
     its text does not parse."""
     if after is None:
@@ -366,8 +380,11 @@ def _untolerated(after: Profile | None, base: Profile, rewrote: Iterable[str]) -
 
 def guard(source: str, code: str, rewrote: Iterable[str], replay: Replay, tree: ast.Module | None = None) -> Guarded | None:
     """None when `code` (what the codemods `rewrote` made of `source`; `tree`, its ast when already
-    parsed) breaks nothing that `source` did not; else the output without the changes of the
-    codemods that did, with a finding for each."""
+    parsed) breaks nothing that `source` did not; else the output with the imports its rewrites
+    left unused retired, and without the changes of the codemods that broke anything else, with a
+    finding for each."""
+    from codemods.engine import import_retirement as retirement  # it reads this module's profiles
+
     path, target, facts = replay.file.path, replay.file.target_torch, replay.file.facts
     if code == source:
         return None
@@ -376,29 +393,39 @@ def guard(source: str, code: str, rewrote: Iterable[str], replay: Replay, tree: 
         return None  # most outputs (71 of 76 changed corpus files): then the input needs no check
     scan = replay.statement_map.scan if replay.statement_map is not None else None  # the engine's ast of `source`
     base = profile(source, path, scan.module if scan is not None and scan.source == source else None, target, facts)
-    if base is None or _untolerated(after, base, rewrote) is False:
+    if base is None or untolerated(after, base, rewrote) is False:
         return None
     by_code = {s.code: s for s in replay.specs}
     dropped: dict[str, tuple[Breakage, ...]] = {}
     findings: list[Finding] = []
+    rewrites, found = None, []  # the last replay's, once there is one
+    retiring = True  # imports left unused are retired, until the remover keeps one of them
     while True:
-        culprits = _attribute(replay, base, dropped)
-        if not culprits:  # what is left (if anything) is tolerated, or an unguarded codemod's doing
-            break
-        for culprit, (breakages, output) in culprits.items():
-            dropped[culprit] = tuple(breakages)
-            findings.append(_finding(by_code[culprit], breakages, source, output, path))
+        if retiring and retirement.retirable_all(after, base, rewrote):
+            if rewrites is not None:  # a replay's output: its findings and rewrites are at hand
+                retired = retirement.retired(code, after, base, rewrote, replay)
+                if retired is not None:
+                    code = retired
+                    break
+                retiring = False  # the remover sees a use pyflakes does not: drop as for the rest
+                continue
+        else:
+            culprits = _attribute(replay, base, dropped, retiring)
+            if not culprits:  # what is left (if anything) is tolerated, or an unguarded codemod's doing
+                break
+            for culprit, (breakages, output) in culprits.items():
+                dropped[culprit] = tuple(breakages)
+                findings.append(_finding(by_code[culprit], breakages, source, output, path))
         tree, rewrites, found, text = replay.run(
             replay.tree, [s for s in replay.specs if s.code not in dropped], replay.file, replay.statement_map, replay.declined
         )
         code = (text if text is not None else tree.code) if rewrites else source
-        broken = _untolerated(profile(code, path, target=target, facts=facts), base, rewrites)
-        if broken is None or replay.compile_error(code, path) is not None:
+        after, rewrote = profile(code, path, target=target, facts=facts), rewrites
+        if after is None or replay.compile_error(code, path) is not None:
             # Without the dropped codemods, the others' output does not even compile: keep none.
-            code, rewrites, found = source, {}, []
+            return Guarded(source, {}, tuple(findings), dropped)
+        if untolerated(after, base, rewrites) is False:
             break
-        if not broken:
-            break
-    if not dropped:
+    if rewrites is None:
         return None
     return Guarded(code, rewrites, (*found, *findings), dropped)

@@ -25,7 +25,7 @@ SPEC = Spec(
     safety=Safety.SAFE,
     target="codemods.transforms.cuda_to_device:CudaToDevice",
     triggers=triggers(),
-    facts=("module_classes", "cuda_classes"),
+    facts=("module_classes", "cuda_classes", "gpu_selectors"),  # gpu_selectors: where the device goes
     summary="x.cuda() -> x.to(device); torch.cuda.FloatTensor(n) -> torch.empty(n, dtype=..., device=device)",
     emits=(
         "torch.set_default_device",

@@ -4,7 +4,8 @@ codemods bind arguments to parameters, read literals, and build `name=value` and
 Reading: `keyword`, `bind` (arguments to a signature's parameters), `literal`, `has_star_args`.
 Editing: `as_keyword`, `remove_args`; `keyword_arg` makes `name=value` (no spaces around `=`, as
 written by hand); `append_args` adds arguments after a call's last one in the call's own layout
-(one line, or one argument per line); `on_one_line` lays out a list of arguments as `a, b, c`
+(one line, or one argument per line), `append_as_listed` as its arguments are separated, neither
+repeating the comment or trailing whitespace of the line a copied separator ends; `on_one_line` lays out a list of arguments as `a, b, c`
 when a codemod builds the whole list.
 """
 
@@ -153,10 +154,7 @@ def append_args(call: cst.Call, new: list[cst.Arg]) -> cst.Call:
         and isinstance(args[-2].comma.whitespace_after, cst.ParenthesizedWhitespace)
     )
     if multiline:
-        between = args[-2].comma  # newline + the arguments' indentation
-        args[-1] = last.with_changes(comma=between)
-        new = [a.with_changes(comma=between) for a in new[:-1]] + [new[-1].with_changes(comma=trailing)]
-        return call.with_changes(args=[*args, *new])
+        return _appended(call, new, separator(args[-2].comma))  # newline + the arguments' indentation
     # The whitespace before `)` (a newline, in a call closed on its own line) moves to the end.
     args[-1] = last.with_changes(
         comma=cst.Comma(whitespace_after=_SPACE), whitespace_after_arg=cst.SimpleWhitespace("")
@@ -165,3 +163,71 @@ def append_args(call: cst.Call, new: list[cst.Arg]) -> cst.Call:
     chained = on_one_line(new, end)
     chained[-1] = chained[-1].with_changes(whitespace_after_arg=last.whitespace_after_arg)
     return call.with_changes(args=[*args, *chained])
+
+
+def append_as_listed(call: cst.Call, new: list[cst.Arg]) -> cst.Call:
+    """`call` with `new` arguments after its last one, separated as its arguments already are (one
+    per line when they are, else `, `); the call ends as it did (trailing comma, `)` on its own
+    line)."""
+    if not new:
+        return call
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=on_one_line(new))
+    between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else None
+    return _appended(call, new, ARG_SEPARATOR if between is None else separator(between))
+
+
+def with_args(call: cst.Call, new: list[cst.Arg]) -> cst.Call:
+    """`call` with the arguments `new` in place of its own, in its layout: separated as its
+    arguments were (one per line when they were, else `, `), and ending as its last one did (the
+    trailing comma, `)` on a line of its own); an argument whose comma has a comment after it
+    keeps it."""
+    old = list(call.args)
+    if not old or not new:
+        return call.with_changes(args=on_one_line(new) if new else [])
+    between = old[-2].comma if len(old) > 1 and isinstance(old[-2].comma, cst.Comma) else None
+    between = ARG_SEPARATOR if between is None else separator(between)
+    laid = [a.with_changes(comma=a.comma if _has_comment(a.comma) else between) for a in new[:-1]]
+    laid.append(new[-1].with_changes(comma=old[-1].comma, whitespace_after_arg=old[-1].whitespace_after_arg))
+    return call.with_changes(args=laid)
+
+
+def separator(comma: cst.Comma) -> cst.Comma:
+    """`comma`, to repeat between new arguments: its line break and the next line's indentation,
+    without the trailing whitespace, comment or blank lines of the line it ends (copied, those
+    would appear again on each new line)."""
+    after = comma.whitespace_after
+    if isinstance(after, cst.ParenthesizedWhitespace):
+        return comma.with_changes(
+            whitespace_before=cst.SimpleWhitespace(""),
+            whitespace_after=after.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[]),
+        )
+    return ARG_SEPARATOR
+
+
+def _ending(arg: cst.Arg) -> tuple[cst.Comma | cst.MaybeSentinel, cst.BaseParenthesizableWhitespace]:
+    """How `arg`, the last argument, ends the call (its trailing comma, the whitespace before `)`),
+    for a new last argument: without the comment of `arg`'s own line, which stays with `arg`."""
+    comma, after = arg.comma, arg.whitespace_after_arg
+    if isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
+        comma = comma.with_changes(whitespace_after=comma.whitespace_after.with_changes(first_line=cst.TrailingWhitespace()))
+    if isinstance(after, cst.ParenthesizedWhitespace):
+        after = after.with_changes(first_line=cst.TrailingWhitespace())
+    return comma, after
+
+
+def _appended(call: cst.Call, new: list[cst.Arg], between: cst.Comma) -> cst.Call:
+    """`call` with `new` after its last argument, `between` separating them; the comment ending
+    the last argument's line stays on that line, and the call's end moves to the new last one."""
+    args = list(call.args)
+    last = args[-1]
+    line_end = last.comma.whitespace_after if isinstance(last.comma, cst.Comma) else last.whitespace_after_arg
+    joined = between
+    if isinstance(line_end, cst.ParenthesizedWhitespace) and isinstance(between.whitespace_after, cst.ParenthesizedWhitespace):
+        if line_end.first_line.comment is not None:  # `x,  # the input`: the comment stays after x
+            joined = between.with_changes(whitespace_after=between.whitespace_after.with_changes(first_line=line_end.first_line))
+    args[-1] = last.with_changes(comma=joined, whitespace_after_arg=cst.SimpleWhitespace(""))
+    comma, after = _ending(last)
+    new = [a.with_changes(comma=between) for a in new[:-1]] + [new[-1].with_changes(comma=comma, whitespace_after_arg=after)]
+    return call.with_changes(args=[*args, *new])

@@ -203,16 +203,34 @@ def with_definition(
     `add_torch` is called when the module has no way to spell `torch.device` (it should queue
     `import torch`, which libcst places with the first import block, before the definition).
     """
+    body = list(module.body)
+    statement = _spelled_definition(name, imports, add_torch)
+    if at > 0:
+        statement = statement.with_changes(leading_lines=[cst.EmptyLine()])
+    body.insert(at, statement)
+    return module.with_changes(body=body)
+
+
+def _spelled_definition(name: str, imports: Imports, add_torch: Callable[[], None]) -> cst.SimpleStatementLine:
     torch_device = imports.local_name_for("torch.device")
     is_available = imports.local_name_for("torch.cuda.is_available")
     if torch_device is None or is_available is None or torch_device == name:
         add_torch()
         torch_device, is_available = "torch.device", "torch.cuda.is_available"
+    return definition(name, torch_device, is_available)
+
+
+def with_block_definition(
+    module: cst.Module, top: int, name: str, imports: Imports, at: int, add_torch: Callable[[], None]
+) -> cst.Module:
+    """`module` with the device defined inside its top-level `if` statement `top` (the script's
+    `if __name__ == "__main__":` block that selects the GPU), before that block's statement `at`."""
+    block = module.body[top]
+    assert isinstance(block, cst.If) and isinstance(block.body, cst.IndentedBlock)
+    inner = list(block.body.body)
+    inner.insert(at, _spelled_definition(name, imports, add_torch))
     body = list(module.body)
-    statement = definition(name, torch_device, is_available)
-    if at > 0:
-        statement = statement.with_changes(leading_lines=[cst.EmptyLine()])
-    body.insert(at, statement)
+    body[top] = block.with_changes(body=block.body.with_changes(body=inner))
     return module.with_changes(body=body)
 
 
@@ -236,13 +254,17 @@ def local_torch_spelling(body: Sequence[cst.BaseStatement]) -> str | None:
     return None
 
 
-def with_local_definition(function: cst.FunctionDef, original: cst.FunctionDef, name: str, first: int) -> cst.FunctionDef:
-    """`function` defining the device itself, after the imports at its top and before its `first`
-    statement that uses it; it spells torch as the function's own `import torch [as t]` before
-    that statement does, else it gets an `import torch` of its own there."""
+def with_local_definition(
+    function: cst.FunctionDef, original: cst.FunctionDef, name: str, first: int, after: int = 0, module_torch: str | None = None
+) -> cst.FunctionDef:
+    """`function` defining the device itself, after the imports at its top (and its statement
+    `after - 1`, which selects the GPU) and before its `first` statement that uses it; it spells
+    torch as the function's own `import torch [as t]` before that statement does, else as the
+    module's `module_torch`, else it gets an `import torch` of its own there."""
     before = list(original.body.body)[:first]
     spelling = local_torch_spelling(before)
-    at = after_import_block(original.body.body, first, spelling)
+    at = max(after_import_block(original.body.body, first, spelling), min(after, first))
+    spelling = spelling or module_torch
     added: list[cst.BaseStatement] = [] if spelling else [cst.parse_statement("import torch\n")]  # type: ignore[list-item]
     spelling = spelling or "torch"
     added.append(definition(name, f"{spelling}.device", f"{spelling}.cuda.is_available"))

@@ -24,9 +24,12 @@ from codemods.helpers.device import (
     DevicePlan,
     module_level_imports,
     plan_device,
+    with_block_definition,
     with_definition,
     with_local_definition,
 )
+from codemods.helpers.facts.gpu_selectors import selectors
+from codemods.helpers.gpu_selection import GpuSelection, gpu_selection
 from codemods.helpers.names import Imports, attribute_chain
 from codemods.helpers.patterns import Words
 from codemods.helpers.placement import after_import_block
@@ -74,6 +77,7 @@ class DeviceCodemod(MigrationCodemod):
         self._functions: list[tuple[cst.FunctionDef, dict[int, int] | None]] = []  # open defs: body ids -> index
         self._statement_in: dict[int, int] = {}  # id(open def) -> index of its body statement being visited
         self._local_first: dict[int, int] = {}  # id(def) -> its first body statement using a local device
+        self._selection: GpuSelection | None | bool = False  # False: not read yet
         self.extra_top_statements: dict[int, int] = {}
         """Top-level index -> statements a subclass added there (keeps the insertion index right)."""
         return True
@@ -171,7 +175,10 @@ class DeviceCodemod(MigrationCodemod):
                 if first is not None and isinstance(updated_node, cst.FunctionDef):
                     assert isinstance(original_node, cst.FunctionDef)
                     name = self.device_plan.global_name
-                    updated_node = with_local_definition(updated_node, original_node, name, first)
+                    selection = self.gpu_selection
+                    after = selection.after(original_node.body.body, first, self.code_for) if selection else 0
+                    module_torch = self.module_imports.local_name_for("torch")
+                    updated_node = with_local_definition(updated_node, original_node, name, first, after, module_torch)
         return super().on_leave(original_node, updated_node)
 
     @property
@@ -187,9 +194,33 @@ class DeviceCodemod(MigrationCodemod):
         the function that uses it."""
         return not any(t == "torch" or t.startswith("torch.") for t in self.module_imports.aliases.values())
 
+    @property
+    def gpu_selection(self) -> GpuSelection | None:
+        """Where the module selects its GPU (helpers/gpu_selection.py): read once, for a rewrite."""
+        if self._selection is False:
+            facts = getattr(self.file.facts, "gpu_selectors", frozenset())
+            self._selection = gpu_selection(self.module_code(self._module_node), selectors(facts))
+        return self._selection  # type: ignore[return-value]
+
+    def _selected_late(self) -> bool:
+        """Whether the GPU is selected where a module-level device cannot follow: in a function
+        the script calls (`main()`, which also uses CUDA), or in a top-level statement that also
+        calls such a function. `is_available()` must then run in the functions that use the
+        device, after the selection."""
+        selection = self.gpu_selection
+        if selection is None:
+            return False
+        for statement in self._module_node.body:
+            if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            code = self.code_for(statement)
+            if selection.selects(code) and not selection.placeable(code):
+                return True
+        return False
+
     def _local_site(self) -> cst.FunctionDef | None:
         """The function that defines the device for a site here, when the module cannot."""
-        if not self._functions or not self._torch_is_lazy():
+        if not self._functions or not (self._torch_is_lazy() or self._selected_late()):
             return None
         function = self._functions[-1][0]
         name = self.device_plan.global_name
@@ -240,7 +271,42 @@ class DeviceCodemod(MigrationCodemod):
         needs = spelling.split(".")[0] if spelling else None
         uses = [u for u in (self._first_use, self._first_any_use) if u is not None]
         at = after_import_block(original_node.body, min(uses) if uses else None, needs)
+        name, add_torch = self.device_plan.global_name, lambda: self.add_needed_import("torch")
+        selection = self.gpu_selection
+        if selection is not None:  # is_available() initialises CUDA: after the script picks its GPU
+            at = max(at, selection.after(original_node.body, self._first_use, self.code_for))
+            first = self._first_use
+            if first is not None and selection.selects(self.code_for(original_node.body[first])):
+                # the block that selects the GPU uses the device too: define it there, after the selection
+                inner = self._inside_selecting_block(original_node.body[first], updated_node, first, name)
+                if inner is not None:
+                    top = first + sum(n for index, n in self.extra_top_statements.items() if index < first)
+                    return with_block_definition(updated_node, top, name, self.module_imports, inner, add_torch)
+                self.finding(
+                    original_node.body[first],
+                    f"this statement selects the GPU (CUDA_VISIBLE_DEVICES) and uses `{name}`, defined before"
+                    " it: `torch.cuda.is_available()` initialises CUDA, so the selection is ignored (as it is"
+                    " where CUDA is used before it); move the device's definition after the selection",
+                )
         at += sum(n for index, n in self.extra_top_statements.items() if index < at)
-        return with_definition(
-            updated_node, self.device_plan.global_name, self.module_imports, at, lambda: self.add_needed_import("torch")
-        )
+        return with_definition(updated_node, name, self.module_imports, at, add_torch)
+
+    def _inside_selecting_block(self, original: cst.BaseStatement, module: cst.Module, first: int, name: str) -> int | None:
+        """Where in the top-level `if` block `original` (which selects the GPU and uses the device)
+        the device goes: after its last statement that selects, before its first that names the
+        device; None when that order does not exist or the statement is no such block."""
+        selection = self.gpu_selection
+        if selection is None or not isinstance(original, cst.If) or not isinstance(original.body, cst.IndentedBlock):
+            return None
+        if selection.selects(self.code_for(original.test)):
+            return None
+        after = selection.after(original.body.body, None, self.code_for)
+        top = first + sum(n for index, n in self.extra_top_statements.items() if index < first)
+        updated = module.body[top]
+        if not isinstance(updated, cst.If) or not isinstance(updated.body, cst.IndentedBlock):
+            return None
+        uses = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+        named = [i for i, s in enumerate(updated.body.body) if uses.search(self.code_for(s))]
+        if not named or len(updated.body.body) != len(original.body.body) or after > named[0]:
+            return None
+        return after

@@ -45,6 +45,9 @@ class Flows(cst.CSTVisitor):
         self.partial: set[int] = set()  # ... reached through an entry of the loaded object
         self._scopes: list[tuple[dict[str, bool], list[tuple[int, str]]]] = [({}, [])]
         self.names: dict[int, tuple[str, cst.CSTNode | None]] = {}  # such a load: its name and scope
+        # such a load: what it is loaded into (`optimizer` of `optimizer.load_state_dict(...)`)
+        self.receivers: dict[int, list[cst.BaseExpression]] = {}
+        self._into: list[dict[str, list[cst.BaseExpression]]] = [{}]  # per scope: name -> receivers
         self._nodes: list[cst.CSTNode | None] = [None]  # the scopes' nodes (None: the module)
 
     def _is_load(self, expr: cst.BaseExpression) -> bool:
@@ -53,13 +56,16 @@ class Flows(cst.CSTVisitor):
     def _push(self, node: cst.CSTNode) -> None:
         self._scopes.append(({}, []))
         self._nodes.append(node)
+        self._into.append({})
 
     def _pop(self) -> None:
         fed, loads = self._scopes.pop()
         scope = self._nodes.pop()
+        into = self._into.pop()
         for call, name in loads:
             if name in fed:
                 self.feeds.add(call)
+                self.receivers.setdefault(call, []).extend(into.get(name, ()))
                 self.names[call] = (name, scope)
                 if fed[name]:
                     self.partial.add(call)
@@ -102,8 +108,10 @@ class Flows(cst.CSTVisitor):
         through_entry = root is not value
         if self._is_load(root):
             self.feeds.add(id(root))
+            self.receivers.setdefault(id(root), []).append(func.value)
             if through_entry:
                 self.partial.add(id(root))
         elif isinstance(root, cst.Name):
             fed = self._scopes[-1][0]
             fed[root.value] = fed.get(root.value, False) or through_entry
+            self._into[-1].setdefault(root.value, []).append(func.value)

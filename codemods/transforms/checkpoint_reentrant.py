@@ -84,15 +84,4 @@ class CheckpointReentrant(MigrationCodemod):
 
 def _with_keyword(call: cst.Call) -> cst.Call:
     """`call` with `use_reentrant=True` appended, following the call's own layout."""
-    new = arguments.keyword_arg("use_reentrant", cst.Name("True"))
-    args = list(call.args)
-    if not args:
-        return call.with_changes(args=[new])
-    last = args[-1]
-    # The separator the call already uses between arguments (one per line, or ", ").
-    separator = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else None
-    if separator is None:
-        separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    new = new.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
-    args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
-    return call.with_changes(args=[*args, new])
+    return arguments.append_as_listed(call, [arguments.keyword_arg("use_reentrant", cst.Name("True"))])

@@ -25,6 +25,7 @@ from codemods.helpers.facts.classes import (
     is_dataset_base,
 )
 from codemods.helpers.facts.collector import Collector, ParsedFile, Part, import_aliases
+from codemods.helpers.facts.gpu_selectors import GPU_SELECTORS
 from codemods.helpers.facts.idioms import IDIOMS
 from codemods.helpers.facts.imported_names import IMPORTED_NAMES, TopNames, imported_names_entries, top_names
 from codemods.helpers.facts.parallel import DATAPARALLEL_FILES, WRAPPED_ATTRIBUTES
@@ -45,6 +46,7 @@ COLLECTORS: tuple[Collector, ...] = (
     CUDA_CLASSES,
     IDIOMS,
     IMPORTED_NAMES,
+    GPU_SELECTORS,
 )
 BY_NAME: dict[str, Collector] = {collector.name: collector for collector in COLLECTORS}
 

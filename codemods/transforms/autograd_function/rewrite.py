@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from codemods.helpers import arguments
 from codemods.helpers.statements import is_docstring
 from codemods.transforms.autograd_function.plan import _Plan
 from codemods.base import traverse
@@ -63,20 +64,7 @@ class Rewrites:
 
 def _append(call: cst.Call, values: list[cst.BaseExpression]) -> cst.Call:
     """`call` with `values` appended as positional arguments, following the call's own layout."""
-    if not values:
-        return call
-    args = list(call.args)
-    separator = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else None
-    if separator is None:
-        separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    new = [cst.Arg(value=v, comma=separator) for v in values]
-    if args:
-        last = args[-1]
-        args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
-        new[-1] = new[-1].with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
-    else:
-        new[-1] = new[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    return call.with_changes(args=[*args, *new])
+    return arguments.append_as_listed(call, [cst.Arg(value=v) for v in values])
 
 
 def _elements(values: list[cst.BaseExpression]) -> list[cst.Element]:

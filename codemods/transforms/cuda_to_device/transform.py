@@ -10,7 +10,7 @@ import libcst as cst
 
 from codemods.helpers import arguments
 from codemods.helpers.device_codemod import DeviceCodemod
-from codemods.helpers.arguments import ARG_SEPARATOR, keyword_arg, on_one_line
+from codemods.helpers.arguments import ARG_SEPARATOR, keyword_arg
 from codemods.helpers.names import dotted, walk_statements
 from codemods.transforms.cuda_to_device.receivers import (
     ClassCollector,
@@ -38,7 +38,12 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
       import of the module's import block. When `device` means something else anywhere in the
       module, the definition takes a fresh name (`torch_device`). In a module that imports torch
       only inside its functions (or not at all), a site in a function gets the definition in that
-      function, after its own imports, so torch stays a lazy dependency.
+      function, after its own imports, so torch stays a lazy dependency. `is_available()`
+      initialises CUDA, which reads `CUDA_VISIBLE_DEVICES` only then: in a script that selects
+      its GPU (`os.environ["CUDA_VISIBLE_DEVICES"] = ...`, directly or in a helper), the
+      definition goes after the selection; where that is in `main()` or in the
+      `if __name__ == "__main__":` block, that block and each function using the device define
+      it themselves, after the selection (helpers/gpu_selection.py).
 
     ## Why is this bad?
     `.cuda()` and the `torch.cuda.*Tensor` types crash on a machine without CUDA, so the code (and
@@ -250,7 +255,7 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
 
         def build(device: cst.Name) -> cst.Call:
             added = [keyword_arg("dtype", self.spell(f"torch.{dtype}")), keyword_arg("device", device)]
-            return updated.with_changes(func=self.spell(factory), args=[*args[:-1], *on_one_line([args[-1], *added])])
+            return arguments.append_args(updated.with_changes(func=self.spell(factory), args=args), added)
 
         return self.with_device(original, updated, build)
 
@@ -293,8 +298,9 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
         ]
 
         def build(device: cst.Name) -> cst.Call:
-            args = on_one_line([keyword_arg("device", device), keyword_arg("dtype", self.spell(f"torch.{dtype}")), *rest])
-            return updated.with_changes(func=updated.func.with_changes(attr=cst.Name("to")), args=args)
+            typed = keyword_arg("dtype", self.spell(f"torch.{dtype}")).with_changes(comma=bound["dtype"].arg.comma)  # its comment
+            args = [keyword_arg("device", device), typed, *rest]
+            return arguments.with_args(updated.with_changes(func=updated.func.with_changes(attr=cst.Name("to"))), args)
 
         return self.with_device(original, updated, build)
 

@@ -14,6 +14,7 @@ from codemods.base import MigrationCodemod
 from codemods.helpers.arguments import append_args, keyword_arg
 from codemods.helpers.load_flows import LOAD_WORD, Flows
 from codemods.transforms.load_weights_only.checkpoints import _Checkpoints
+from codemods.transforms.load_weights_only.state_holders import StateHolders
 from codemods.base import traverse
 
 POSITIONAL = ("f", "map_location", "pickle_module")
@@ -39,7 +40,10 @@ class LoadWeightsOnly(MigrationCodemod):
     entry of it does (`model.load_state_dict(ckpt["model"])`) and the `torch.save` in the same
     file whose dict has every key the loader reads (a dict literal, `dict(...)`, a name assigned
     one, or a parameter filled by the file's calls) holds only state dicts, tensors, numbers and
-    strings. Every other such load is left as it is, with a security finding that says why it
+    strings. "Goes into `x.load_state_dict`" proves nothing when `x`'s state dict holds objects:
+    apex's `FP16_Optimizer` keeps its loss scaler object there, so a load into (or a save of) the
+    state of anything from apex, or of a name the file assigns a class named like an FP16
+    optimizer or loss scaler, is not made weights-only. Every other such load is left as it is, with a security finding that says why it
     may hold more and how to load it: the classes to allow with
     `torch.serialization.add_safe_globals([...])` (named when the matching save shows them), or
     `weights_only=False` for a file you trust. It never writes `weights_only=False` itself: that
@@ -95,6 +99,7 @@ class LoadWeightsOnly(MigrationCodemod):
         self.visit_where(node, self.flows, LOAD_WORD)
         self._module = node
         self._checkpoints: _Checkpoints | None = None
+        self._holders: StateHolders | None = None
 
     def _entries_read(self, fed: tuple[str, cst.CSTNode | None] | None) -> bool:
         """Whether the load's scope reads entries or attributes of the name it is bound to
@@ -112,8 +117,16 @@ class LoadWeightsOnly(MigrationCodemod):
         """The module's saves and key reads: a full walk, made only for a load that needs it."""
         if self._checkpoints is None:
             self._checkpoints = _Checkpoints(self.imports)
+            self._checkpoints.holders = self.holders
             traverse(self._module, self._checkpoints)
         return self._checkpoints
+
+    @property
+    def holders(self) -> StateHolders:
+        """Whose state dicts may hold objects (state_holders.py): made only for a load that asks."""
+        if self._holders is None:
+            self._holders = StateHolders(self.imports, self.module_code(self._module))
+        return self._holders
 
     def _name_call(self, node: cst.Call, bound: dict) -> str:
         """`torch.load("model.pth")`, or `torch.load(...)` when the file argument is long."""
@@ -128,6 +141,10 @@ class LoadWeightsOnly(MigrationCodemod):
             return Decision(False, "pickle_module= rules out weights_only=True")
         if id(original_node) not in self.flows.feeds:
             return Decision(False, "nothing shows it is a state dict")
+        for receiver in self.flows.receivers.get(id(original_node), ()):
+            why = self.holders.holds_objects(receiver)
+            if why is not None:  # "goes into load_state_dict" is no proof: what that state dict holds is
+                return Decision(False, f"it goes into `{self.code_for(receiver)}.load_state_dict`, and {why}")
         if id(original_node) in self.flows.partial or self._entries_read(self.flows.names.get(id(original_node))):
             # Only an entry is a state dict: the rest of the file must be weights-only too.
             weights, because, classes = self.checkpoints.verdict(original_node)

@@ -11,6 +11,7 @@ import libcst as cst
 from codemods.gates.load_weights_only import LOADS
 from codemods.helpers import arguments
 from codemods.helpers.names import Imports
+from codemods.transforms.load_weights_only.state_holders import StateHolders
 
 
 # `weights_only=True` unpickles tensors, primitive types and their containers; anything else in
@@ -55,6 +56,7 @@ class _Checkpoints(cst.CSTVisitor):
         self.loads: dict[int, tuple[_Scope, str | None, set[str]]] = {}  # load id -> scope, name, keys
         self._plain_names: dict[tuple[int, str], bool] = {}
         self.classes: set[str] = set()  # the classes the module defines
+        self.holders: StateHolders | None = None  # whose `state_dict()` may hold objects
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.add(node.name.value)
@@ -227,7 +229,8 @@ class _Checkpoints(cst.CSTVisitor):
         if isinstance(expr, cst.Call):
             func = expr.func
             if isinstance(func, cst.Attribute) and func.attr.value in _PLAIN_RESULTS:
-                return True
+                # `state_dict()` of apex's FP16_Optimizer holds its loss scaler object
+                return func.attr.value != "state_dict" or self.holders is None or not self.holders.holds_objects(func.value)
             if isinstance(func, cst.Attribute) and func.attr.value in _PLAIN_METHODS:
                 return self.plain(func.value, scope, depth + 1)
             if isinstance(func, cst.Name) and func.value in _PLAIN_BUILTINS:

@@ -1,0 +1,100 @@
+"""Where a script selects its GPU, so that the device it gets is defined after that.
+
+`torch.cuda.is_available()` initialises CUDA, and CUDA reads `CUDA_VISIBLE_DEVICES` (and
+`CUDA_DEVICE_ORDER`) once, when it initialises: a script that sets them after the device is
+defined (`os.environ["CUDA_VISIBLE_DEVICES"] = args.gpu`, `os.environ.setdefault(...)`,
+`os.environ.update(...)`, `os.putenv(...)`, directly or in a helper of its own) then runs on
+the wrong GPU of a multi-GPU machine. (`torch.cuda.set_device` is no such selection: it works
+after CUDA is initialised.)
+
+A statement selects when its text both names one of those variables and writes the environment
+(`environ`/`putenv`), or calls a function of this module that selects. Reading the variable
+counts too: the device then goes after the line that reads it, which is never wrong.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import libcst as cst
+
+_VARIABLE = re.compile(r"\bCUDA_(?:VISIBLE_DEVICES|DEVICE_ORDER)\b")
+_ENVIRONMENT = re.compile(r"\b(?:environ|putenv)\b")
+_CUDA_WORD = re.compile(r"\bcuda\b|\bdevice\b")
+
+
+def _direct(code: str) -> bool:
+    return _VARIABLE.search(code) is not None and _ENVIRONMENT.search(code) is not None
+
+
+def _calls(code: str, names: frozenset[str]) -> set[str]:
+    if not names:
+        return set()
+    pattern = r"(?<![\w])(%s)\s*\(" % "|".join(map(re.escape, sorted(names)))
+    return set(re.findall(pattern, code))
+
+
+@dataclass(frozen=True)
+class GpuSelection:
+    """The functions of one module that select the GPU (directly, or through a call of one that
+    does) and, of those, the ones that do nothing else with CUDA (`pure`): calling one of them at
+    the top of the script is a selection the module's device can simply follow."""
+
+    selecting: frozenset[str]
+    pure: frozenset[str]
+
+    def selects(self, code: str) -> bool:
+        return _direct(code) or bool(_calls(code, self.selecting))
+
+    def placeable(self, code: str) -> bool:
+        """Whether a module-level statement that selects does nothing else with CUDA: it neither
+        calls a function of the module that selects and also uses CUDA (`main()`) nor uses CUDA
+        itself (an `if __name__ == "__main__":` block that selects, then moves a model)."""
+        return _calls(code, self.selecting) <= self.pure and _CUDA_WORD.search(_VARIABLE.sub("", code)) is None
+
+    def after(self, body: Sequence[cst.BaseStatement], limit: int | None, code_for: Callable[[cst.CSTNode], str]) -> int:
+        """The index after the last statement of `body[:limit]` that selects (0: none)."""
+        for index in reversed(range(len(body) if limit is None else limit)):
+            if self.selects(code_for(body[index])):
+                return index + 1
+        return 0
+
+
+def selecting_functions(code: str, tree: ast.Module | None = None) -> dict[str, bool]:
+    """The functions a module defines that select the GPU (directly, or by calling one of its
+    own that does), each with whether it is pure (does nothing else with CUDA)."""
+    if tree is None:
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError):
+            return {}
+    functions: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            text = ast.get_source_segment(code, node) or ""
+            functions[node.name] = functions.get(node.name, "") + text
+    selecting = {name for name, text in functions.items() if _direct(text)}
+    while True:  # a function that calls one that selects, selects
+        more = {name for name, text in functions.items() if name not in selecting and _calls(text, frozenset(selecting))}
+        if not more:
+            break
+        selecting |= more
+    pure = {name for name in selecting if _CUDA_WORD.search(_VARIABLE.sub("", functions[name])) is None}
+    pure = {name for name in pure if _calls(functions[name], frozenset(selecting)) <= pure | {name}}
+    return {name: name in pure for name in selecting}
+
+
+def gpu_selection(code: str, elsewhere: dict[str, bool] | None = None) -> GpuSelection | None:
+    """The module's GPU selection, with the selecting functions of the repository's other files
+    (`elsewhere`: name -> pure, from the `gpu_selectors` fact); None when it selects nowhere
+    (most modules: one regex)."""
+    elsewhere = elsewhere or {}
+    called = _calls(code, frozenset(elsewhere))
+    if not called and (_VARIABLE.search(code) is None or _ENVIRONMENT.search(code) is None):
+        return None
+    own = selecting_functions(code) if _VARIABLE.search(code) is not None else {}
+    selecting = {**{name: elsewhere[name] for name in called}, **own}
+    return GpuSelection(frozenset(selecting), frozenset(name for name, pure in selecting.items() if pure))
