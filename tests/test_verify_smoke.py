@@ -189,6 +189,22 @@ def test_model_comparison_names_renamed_keys_even_when_every_number_agrees() -> 
     assert model_difference(ran, {**before, "no_input": "x"}, 1e-5, 1e-8).startswith("forward no longer runs")
 
 
+def test_across_torch_releases_values_near_zero_are_held_to_their_tensors_scale() -> None:
+    """pytorch-cifar's PNASNet on torch 1.13.1 and 2.13: a batch-norm gradient near zero differs by
+    1.8e-7 in a tensor whose values reach 1e-2: torch's arithmetic, not the migration's doing. The
+    same torch on both sides keeps the user's tolerance; a real change stays a difference."""
+    from codemods.verify.smoke import CROSS_RTOL
+
+    grad = {"shape": [3], "dtype": "torch.float32", "sum": 0.0101, "abs": 0.0101, "sample": [1e-2, 1e-4, 0.0]}
+    drift = {**grad, "sample": [1e-2, 1e-4, 1.8e-7], "sum": 0.0101002}
+    model = {"state": [], "input": ["float", [2, 3]], "forward": [], "grads": [["bn.bias", grad]]}
+    drifted = {**model, "grads": [["bn.bias", drift]]}
+    assert model_difference(model, drifted, 1e-5, 1e-8) == "gradient of bn.bias: values differ (max abs diff 1.8e-07)"
+    assert model_difference(model, drifted, 1e-5, 1e-8, CROSS_RTOL) is None
+    changed = {**model, "grads": [["bn.bias", {**grad, "sample": [1e-2, 1e-4, 1e-3]}]]}
+    assert model_difference(model, changed, 1e-5, 1e-8, CROSS_RTOL) == "gradient of bn.bias: values differ (max abs diff 0.001)"
+
+
 def test_batch_report_names_smoke_checks_where_there_were_no_tests() -> None:
     from types import SimpleNamespace
 
