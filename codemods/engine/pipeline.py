@@ -193,7 +193,7 @@ def _run(
         except Exception as exc:
             raise _CodemodFailed(spec.code, f"{type(exc).__name__}: {exc}") from exc
         found = codemod.findings
-        broken = _noqa_broken(spec, staged, walking, lambda: codegen(new)) if codemod.rewrites else None
+        broken = _noqa_broken(spec, staged, walking, lambda: codegen(codemod._walked)) if codemod.rewrites else None
         if broken is not None:  # not applied: what it rewrote is not listed for review either
             found = [*(f for f in found if f.kind != "review"), broken]
             codemod.rewrites = 0
@@ -208,9 +208,10 @@ def _run(
 
 
 def _noqa_broken(spec: Spec, file: FileContext, before: Callable[[], str], after: Callable[[], str]) -> Finding | None:
-    """The engine's side of `# noqa`: when the codemod's output changes a line whose noqa covers
-    it (it changed a node without `rewrite()`, which honours noqa), a finding saying its changes
-    are not applied to this file; None when every such line is kept (or there is none)."""
+    """The engine's side of `# noqa`: when the codemod's walk (`after`: its tree before the import
+    edits it queued, which the engine makes) changes a line whose noqa covers it (it changed a
+    node without `rewrite()`, which honours noqa), a finding saying its changes are not applied
+    to this file; None when every such line is kept (or there is none)."""
     noqa = file.noqa  # of the lines of `before`
     if not silences(noqa, spec.code):
         return None
