@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codemods.cli import main
@@ -141,6 +141,7 @@ def test_a_changed_line_maps_its_columns_through_what_stayed() -> None:
 LINES = st.lists(st.sampled_from(["a = 1", "b = f(a)", "", "c = g(b)", "    d = 2"]), max_size=12)
 
 
+@settings(deadline=None)  # a loaded machine's pauses are not this test's subject
 @given(LINES, LINES)
 def test_every_mapped_position_is_a_line_of_the_original(old: list[str], new: list[str]) -> None:
     original, text = "\n".join(old) + "\n", "\n".join(new) + "\n"

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import difflib
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from typing import Iterable, Iterator, Mapping
 
 # Lines end at CRLF, LF or a lone CR, as CPython and libcst count them (not at \f or \u2028,
 # which str.splitlines also breaks at).
 _BREAK = re.compile(r"\r\n|\r|\n")
 _PAIRED = 400  # a changed region of more lines than this (both texts multiplied) is mapped by proportion
+_SMALL = 40_000  # a region without anchors is diffed line by line up to this size (both sides multiplied)
 
 
 def split_lines(text: str) -> list[str]:
@@ -134,21 +135,85 @@ def changed_lines(before: str, after: str, lines: Iterable[int]) -> list[int]:
 
 
 def _opcodes(old: list[str], new: list[str]) -> Iterator[tuple[str, int, int, int, int]]:
-    """difflib's opcodes of the two line lists; the lines they begin and end with alike (most
-    of them: codemods change a few lines) are one equal block each, outside the diff."""
-    head = 0
-    while head < min(len(old), len(new)) and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
-    if head:
-        yield "equal", 0, head, 0, head
-    matcher = difflib.SequenceMatcher(None, old[head : len(old) - tail], new[head : len(new) - tail], autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        yield tag, i1 + head, i2 + head, j1 + head, j2 + head
-    if tail:
-        yield "equal", len(old) - tail, len(old), len(new) - tail, len(new)
+    """difflib-style opcodes of the two line lists, from the lines they share (`_matches`)."""
+    i = j = 0
+    run: list[int] | None = None  # an equal block being extended: [i1, i2, j1, j2]
+    for a, b in [*_matches(old, new), (len(old), len(new))]:
+        if a > i or b > j:  # the gap before this match
+            if run is not None:
+                yield "equal", *run
+                run = None
+            yield ("replace" if a > i and b > j else "delete" if a > i else "insert"), i, a, j, b
+        if a < len(old):
+            if run is not None and run[1] == a and run[3] == b:
+                run[1], run[3] = a + 1, b + 1
+            else:
+                if run is not None:
+                    yield "equal", *run
+                run = [a, a + 1, b, b + 1]
+        i, j = a + 1, b + 1
+    if run is not None:
+        yield "equal", *run
+
+
+def _matches(old: list[str], new: list[str]) -> list[tuple[int, int]]:
+    """The pairs (old line, new line) kept as they are, ascending: a patience diff. Lines both
+    texts begin and end with match; then the lines that occur once in each side of a region are
+    its anchors (in order), and the regions between anchors are matched the same way. A region
+    with no such line is left to difflib, when small (its matcher is quadratic where lines repeat,
+    as blank lines do; the anchors keep the regions small)."""
+    found: list[tuple[int, int]] = []
+    work = [(0, len(old), 0, len(new))]
+    while work:
+        i0, i1, j0, j1 = work.pop()
+        while i0 < i1 and j0 < j1 and old[i0] == new[j0]:
+            found.append((i0, j0))
+            i0, j0 = i0 + 1, j0 + 1
+        while i0 < i1 and j0 < j1 and old[i1 - 1] == new[j1 - 1]:
+            i1, j1 = i1 - 1, j1 - 1
+            found.append((i1, j1))
+        if i0 == i1 or j0 == j1:
+            continue
+        anchors = _anchors(old, new, i0, i1, j0, j1)
+        if anchors:
+            found.extend(anchors)
+            edges = [(i0 - 1, j0 - 1), *anchors, (i1, j1)]
+            work.extend((a + 1, c, b + 1, d) for (a, b), (c, d) in zip(edges, edges[1:]))
+        elif (i1 - i0) * (j1 - j0) <= _SMALL:
+            matcher = difflib.SequenceMatcher(None, old[i0:i1], new[j0:j1], autojunk=False)
+            found.extend((i0 + a + k, j0 + b + k) for a, b, size in matcher.get_matching_blocks() for k in range(size))
+    return sorted(found)
+
+
+def _anchors(old: list[str], new: list[str], i0: int, i1: int, j0: int, j1: int) -> list[tuple[int, int]]:
+    """The lines occurring once in old[i0:i1] and once in new[j0:j1], as (i, j) pairs: the longest
+    run of them in the same order on both sides."""
+    seen: dict[str, list[int]] = {}
+    for i in range(i0, i1):
+        seen.setdefault(old[i], [0, i, 0, -1])[0] += 1
+    for j in range(j0, j1):
+        entry = seen.get(new[j])
+        if entry is not None:
+            entry[2] += 1
+            entry[3] = j
+    pairs = sorted((i, j) for count, i, times, j in seen.values() if count == 1 and times == 1)
+    # the longest increasing subsequence of the j's (patience sorting)
+    tails: list[int] = []  # index into pairs of the smallest tail of each length
+    ends: list[int] = []  # their j's
+    back: list[int] = [-1] * len(pairs)
+    for index, (_, j) in enumerate(pairs):
+        at = bisect_left(ends, j)
+        back[index] = tails[at - 1] if at else -1
+        if at == len(tails):
+            tails.append(index)
+            ends.append(j)
+        else:
+            tails[at], ends[at] = index, j
+    chain, index = [], tails[-1] if tails else -1
+    while index != -1:
+        chain.append(pairs[index])
+        index = back[index]
+    return chain[::-1]
 
 
 def _column(old: str, new: str, column: int) -> int:
