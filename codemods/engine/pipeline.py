@@ -11,12 +11,12 @@ import ast
 import re
 import warnings
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from codemods.engine import depth
 from codemods.helpers.context import FileContext
-from codemods.engine.positions import Origin, changed_lines
-from codemods.helpers.noqa import any_ours, is_suppressed, noqa_lines, silences
+from codemods.engine.positions import Origin, noqa_broken, originally
+from codemods.helpers.noqa import any_ours, is_suppressed, noqa_lines
 from codemods.helpers.scan import Scan, indirect_spellings
 from codemods.registry import Spec, Stage
 from codemods.results import Finding, Problem
@@ -193,49 +193,18 @@ def _run(
         except Exception as exc:
             raise _CodemodFailed(spec.code, f"{type(exc).__name__}: {exc}") from exc
         found = codemod.findings
-        broken = _noqa_broken(spec, staged, walking, lambda: codegen(codemod._walked)) if codemod.rewrites else None
+        broken = noqa_broken(spec, staged, walking, lambda: codegen(codemod._walked)) if codemod.rewrites else None
         if broken is not None:  # not applied: what it rewrote is not listed for review either
             found = [*(f for f in found if f.kind != "review"), broken]
             codemod.rewrites = 0
         if found and file.origin is not None and walked() is not None:
-            found = [_originally(finding, walked()) for finding in found]
+            found = [originally(finding, walked()) for finding in found]
         findings.extend(found)
         if codemod.rewrites:
             rewrites[spec.code] = codemod.rewrites
             tree, text, origin, staged = new, None, False, file
             stale = statement_map is not None
     return tree, rewrites, findings, text
-
-
-def _noqa_broken(spec: Spec, file: FileContext, before: Callable[[], str], after: Callable[[], str]) -> Finding | None:
-    """The engine's side of `# noqa`: when the codemod's walk (`after`: its tree before the import
-    edits it queued, which the engine makes) changes a line whose noqa covers it (it changed a
-    node without `rewrite()`, which honours noqa), a finding saying its changes are not applied
-    to this file; None when every such line is kept (or there is none)."""
-    noqa = file.noqa  # of the lines of `before`
-    if not silences(noqa, spec.code):
-        return None
-    kept = [line for line in noqa if is_suppressed(noqa, line, line, spec.code)]
-    changed = changed_lines(before(), after(), kept)
-    if not changed:
-        return None
-    return Finding(
-        code=spec.code,
-        path=file.path,
-        line=changed[0],
-        column=0,
-        message=f"{spec.code} ({spec.name}) not applied to this file: it changed this line, which `# noqa` keeps as it is",
-        safety=spec.codemod.SAFETY,
-        suggestion="a torch-migrate bug (a change made without rewrite()): report it",
-    )
-
-
-def _originally(finding: Finding, origin: Origin) -> Finding:
-    """`finding` at the position in the original file of the code it names."""
-    if finding.line <= 0:
-        return finding
-    line, column = origin.position(finding.line, finding.column)
-    return replace(finding, line=line, column=column)
 
 
 class _CodemodFailed(Exception):

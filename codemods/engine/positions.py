@@ -18,7 +18,15 @@ from __future__ import annotations
 import difflib
 import re
 from bisect import bisect_left, bisect_right
-from typing import Iterable, Iterator, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping
+
+from codemods.helpers.noqa import is_suppressed, silences
+from codemods.results import Finding
+
+if TYPE_CHECKING:
+    from codemods.gates import Spec
+    from codemods.helpers.context import FileContext
 
 # Lines end at CRLF, LF or a lone CR, as CPython and libcst count them (not at \f or \u2028,
 # which str.splitlines also breaks at).
@@ -123,6 +131,37 @@ class Origin:
             if self._old[i].strip():
                 return i
         return max(0, min(index, len(self._old) - 1))
+
+
+def noqa_broken(spec: Spec, file: FileContext, before: Callable[[], str], after: Callable[[], str]) -> Finding | None:
+    """The engine's side of `# noqa`: when the codemod's walk (`after`: its tree before the import
+    edits it queued, which the engine makes) changes a line whose noqa covers it (it changed a
+    node without `rewrite()`, which honours noqa), a finding saying its changes are not applied
+    to this file; None when every such line is kept (or there is none)."""
+    noqa = file.noqa  # of the lines of `before`
+    if not silences(noqa, spec.code):
+        return None
+    kept = [line for line in noqa if is_suppressed(noqa, line, line, spec.code)]
+    changed = changed_lines(before(), after(), kept)
+    if not changed:
+        return None
+    return Finding(
+        code=spec.code,
+        path=file.path,
+        line=changed[0],
+        column=0,
+        message=f"{spec.code} ({spec.name}) not applied to this file: it changed this line, which `# noqa` keeps as it is",
+        safety=spec.codemod.SAFETY,
+        suggestion="a torch-migrate bug (a change made without rewrite()): report it",
+    )
+
+
+def originally(finding: Finding, origin: Origin) -> Finding:
+    """`finding` at the position in the original file of the code it names."""
+    if finding.line <= 0:
+        return finding
+    line, column = origin.position(finding.line, finding.column)
+    return replace(finding, line=line, column=column)
 
 
 def changed_lines(before: str, after: str, lines: Iterable[int]) -> list[int]:
