@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Sequence
 
 from codemods.engine import depth
 from codemods.helpers.context import FileContext
-from codemods.helpers.noqa import is_suppressed, noqa_lines
+from codemods.engine.positions import Origin, noqa_broken, originally
+from codemods.helpers.noqa import any_ours, is_suppressed, noqa_lines
 from codemods.helpers.scan import Scan, indirect_spellings
 from codemods.registry import Spec, Stage
 from codemods.results import Finding, Problem
@@ -154,6 +155,24 @@ def _run(
     findings: list[Finding] = []
     stale = False
     text = None  # tree.code, when a rebuild made it and nothing rewrote since
+    origin: Origin | None | bool = False  # `tree`'s text mapped to `file.origin`; False: not made yet
+    staged = file  # `file` with its noqa lines moved to `tree`'s text
+
+    def walking() -> str:
+        """The text of `tree`."""
+        nonlocal text
+        if text is None and not rewrites and statement_map is not None:
+            return statement_map.source
+        text = text if text is not None else codegen(tree)
+        return text
+
+    def walked() -> Origin | None:
+        """The map from `tree`'s text to the original file's (None: they are the same)."""
+        nonlocal origin
+        if origin is False:
+            origin = Origin.between(file.origin, walking())
+        return origin
+
     for spec in specs:
         if stale:
             text = codegen(tree)
@@ -164,17 +183,26 @@ def _run(
             scan = statement_map.scan if statement_map is not None else Scan.of(tree.code, file.facts, file.path)
             if scan is not None and not spec.gate.may_act(scan, spec.sites, file.facts):
                 continue
+        if staged is file and file.origin is not None and any_ours(file.noqa) and walked() is not None:
+            staged = replace(file, noqa=walked().noqa(file.noqa))
         # A fresh context per codemod: chained codemods sharing one re-apply each other's imports.
-        codemod = spec.codemod(CodemodContext(filename=file.path, codegen=codegen), file)
+        codemod = spec.codemod(CodemodContext(filename=file.path, codegen=codegen), staged)
         codemod._prepare(statement_map, spec.sites if codemod.PRUNE else None)
         try:
             new = codemod.transform_module(tree)
         except Exception as exc:
             raise _CodemodFailed(spec.code, f"{type(exc).__name__}: {exc}") from exc
-        findings.extend(codemod.findings)
+        found = codemod.findings
+        broken = noqa_broken(spec, staged, walking, lambda: codegen(codemod._walked)) if codemod.rewrites else None
+        if broken is not None:  # not applied: what it rewrote is not listed for review either
+            found = [*(f for f in found if f.kind != "review"), broken]
+            codemod.rewrites = 0
+        if found and file.origin is not None and walked() is not None:
+            found = [originally(finding, walked()) for finding in found]
+        findings.extend(found)
         if codemod.rewrites:
             rewrites[spec.code] = codemod.rewrites
-            tree, text = new, None
+            tree, text, origin, staged = new, None, False, file
             stale = statement_map is not None
     return tree, rewrites, findings, text
 
@@ -244,7 +272,7 @@ def _transform(source: str, specs: Sequence[Spec], file: FileContext | None, *, 
     declined, scan = _gated(firing, source, file)
     if len(declined) == len(firing):  # nothing to do here; a later rewrite cannot change that
         return Result(code=source)
-    file = replace(file, noqa=noqa_lines(source))
+    file = replace(file, noqa=noqa_lines(source), origin=source)  # the text every position is of
 
     original = source
     scan = scan if scan is not None else Scan.of(source, file.facts, file.path)  # the statement map's too

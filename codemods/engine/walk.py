@@ -149,6 +149,7 @@ class Walk(_StatementPath, cst.CSTTransformer):
         self._open_blocks: list[cst.IndentedBlock] = []
         self._where: dict[int, tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]]] = {}  # see _note_statement
         self._default_indent = "    "
+        self._walked: cst.Module | None = None  # the tree after the walk, before the queued import edits
         self._fstrings: list[tuple[int, int]] = []  # per open f-string: the rewrites and findings before it
         self._tree: cst.Module | None = None  # the tree walked, for _locate
         self._located: dict[int, tuple[cst.CSTNode, tuple[cst.IndentedBlock, ...]]] | None = None
@@ -169,7 +170,7 @@ class Walk(_StatementPath, cst.CSTTransformer):
         """This codemod over `tree`, then the import edits it asked for: the new tree."""
         wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
         with self._resolve(wrapper):
-            tree = self.transform_module_impl(wrapper.module)
+            tree = self._walked = self.transform_module_impl(wrapper.module)
         if self.context.added and self.file.target_torch < NEWEST:
             self.context.added = [item for item in self.context.added if self.available(target_gate.queued_symbol(item))]
         if self.context.added:

@@ -21,6 +21,12 @@ class FileContext:
     device_name: str = "device"
     facts: RepoFacts = field(default_factory=RepoFacts)
     noqa: dict[int, frozenset[str]] = field(default_factory=dict)
+    """Line of the text being walked -> the codes a `# noqa` there silences (helpers/noqa.py).
+    The engine reads them from the original file and moves them to the lines they are on in
+    each codemod's input, after earlier codemods added or removed lines (engine/positions.py)."""
+    origin: str | None = field(default=None, repr=False, compare=False)
+    """The engine's: the file's text as read, whose lines every reported position and every
+    `# noqa` refers to. A codemod reads its own input (`source`), never this."""
     target_torch: Version = NEWEST
     """The torch the output must run on (codemods/versions.py): a rewrite that needs a newer
     one is held back with a finding."""

@@ -38,3 +38,9 @@ def is_suppressed(noqa: dict[int, frozenset[str]], first: int, last: int, code: 
         if codes is not None and (codes is ALL or code in codes or "*" in codes):
             return True
     return False
+
+
+def any_ours(noqa: dict[int, frozenset[str]]) -> bool:
+    """Whether some line's noqa can silence a torch-migrate code (a bare `# noqa`, `*` or a TM
+    code): most files' name only other tools' codes (`# noqa: F401`)."""
+    return any(codes is ALL or "*" in codes or any(code.startswith("TM") for code in codes) for codes in noqa.values())

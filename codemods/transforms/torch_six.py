@@ -91,6 +91,7 @@ class TorchSix(ReferenceCodemod):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.blocked: set[str] = set()  # local names (or "<module>") whose imports must stay
+        self.kept: set[str] = set()  # local names (or "<module>") of imports a `# noqa` keeps: their uses stay too
         self._bases: set[int] = set()  # ids of `with_metaclass(...)` calls that are class bases
         self._statements: set[int] = set()  # ids of calls that are a whole expression statement
 
@@ -106,14 +107,31 @@ class TorchSix(ReferenceCodemod):
     def _origin(self, expr: cst.BaseExpression) -> str:
         return expr.value if isinstance(expr, cst.Name) else "<module>"
 
+    def _noqa(self, node: cst.CSTNode, expr: cst.BaseExpression) -> bool:
+        """Whether a `# noqa` keeps `node` (a use of what `expr` names): then its import stays."""
+        if self._origin(expr) in self.kept or self.suppressed(node):
+            self.blocked.add(self._origin(expr))
+            return True
+        return False
+
     def _decline(self, node: cst.CSTNode, expr: cst.BaseExpression, message: str, suggestion: str | None = None) -> None:
         self.blocked.add(self._origin(expr))
         self.finding(node, message, suggestion=suggestion)
 
     # -- references ------------------------------------------------------------------------
 
+    def visit_Import(self, node: cst.Import) -> bool:
+        if any(dotted(alias.name) == SIX for alias in node.names) and self.suppressed(node):
+            self.kept.add("<module>")  # `torch._six.inf` is kept where this import is
+        return False
+
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        if node.module is not None and not node.relative and dotted(node.module) == SIX:
+        module = dotted(node.module) if node.module is not None and not node.relative else None
+        if module in (SIX, "torch") and not isinstance(node.names, cst.ImportStar) and self.suppressed(node):
+            for alias in node.names:  # a `# noqa` keeps the import, so the names it binds keep their uses
+                if module == SIX or dotted(alias.name) == "_six":
+                    self.kept.add(alias.asname.name.value if alias.asname else dotted(alias.name) if module == SIX else "<module>")
+        if module == SIX:
             if not isinstance(node.names, cst.ImportStar):
                 for alias in node.names:
                     if dotted(alias.name) not in KNOWN:
@@ -134,7 +152,7 @@ class TorchSix(ReferenceCodemod):
         if not qualified.startswith(SIX + "."):
             return None
         member = qualified[len(SIX) + 1 :]
-        if "." in member:
+        if "." in member or self._noqa(original, original):
             return None
         if member in VALUES:
             text, module = VALUES[member]
@@ -152,7 +170,7 @@ class TorchSix(ReferenceCodemod):
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         member = self._member(original_node.func)
-        if member not in CALLS:
+        if member not in CALLS or self._noqa(original_node, original_node.func):
             return updated_node
         args = updated_node.args
         positional = [a.value for a in args if a.keyword is None and not a.star]
@@ -176,7 +194,7 @@ class TorchSix(ReferenceCodemod):
 
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr):
         call = original_node.value
-        if not isinstance(call, cst.Call) or self._member(call.func) != "raise_from":
+        if not isinstance(call, cst.Call) or self._member(call.func) != "raise_from" or self._noqa(original_node, call.func):
             return updated_node
         args = updated_node.value.args
         if len(args) != 2 or any(a.keyword is not None or a.star for a in args):
@@ -191,6 +209,8 @@ class TorchSix(ReferenceCodemod):
         call = original_node.bases[0].value
         if not isinstance(call, cst.Call) or self._member(call.func) != "with_metaclass" or id(call) not in self._bases:
             return updated_node
+        if self._noqa(original_node, call.func):
+            return updated_node
         args = updated_node.bases[0].value.args
         if not args or any(a.keyword is not None or a.star for a in args):
             self._decline(original_node, call.func, "`with_metaclass(...)` with unusual arguments; use `class X(Base, metaclass=Meta)`")
@@ -203,10 +223,8 @@ class TorchSix(ReferenceCodemod):
     # -- imports ---------------------------------------------------------------------------
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        fixer = _SixImports(self.blocked, _binds_torch_elsewhere(original_node))
-        new = traverse(updated_node, fixer)
-        self.rewrites += fixer.changed  # the import itself is what fails on torch >= 2.0
-        return new
+        # the import itself is what fails on torch >= 2.0: removing it is a rewrite (noqa keeps it)
+        return traverse(updated_node, _SixImports(self, _binds_torch_elsewhere(original_node)))
 
 
 def _binds_torch_elsewhere(module: cst.Module) -> bool:
@@ -228,12 +246,13 @@ def _binds_torch_elsewhere(module: cst.Module) -> bool:
 
 
 class _SixImports(cst.CSTTransformer):
-    """Drop the `torch._six` imports whose every use was rewritten."""
+    """Drop the `torch._six` imports whose every use was rewritten, each through the codemod's
+    `rewrite` (a `# noqa` on the import keeps it)."""
 
-    def __init__(self, blocked: set[str], torch_bound: bool) -> None:
-        self.blocked = blocked
+    def __init__(self, codemod: TorchSix, torch_bound: bool) -> None:
+        self.codemod = codemod
+        self.blocked = codemod.blocked
         self.torch_bound = torch_bound
-        self.changed = 0
 
     def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom):
         if original_node.relative or original_node.module is None or isinstance(original_node.names, cst.ImportStar):
@@ -251,11 +270,7 @@ class _SixImports(cst.CSTTransformer):
             keep.append(alias)
         if len(keep) == len(original_node.names):
             return updated_node
-        self.changed += 1
-        if not keep:
-            return cst.RemoveFromParent()
-        keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        return updated_node.with_changes(names=keep)
+        return self._without(original_node, updated_node, keep)
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import):
         if "<module>" in self.blocked:
@@ -269,8 +284,10 @@ class _SixImports(cst.CSTTransformer):
                 self.torch_bound = True
         if len(keep) == len(original_node.names) and all(a is b for a, b in zip(keep, original_node.names)):
             return updated_node
-        self.changed += 1
+        return self._without(original_node, updated_node, keep)
+
+    def _without(self, original_node, updated_node, keep: list[cst.ImportAlias]):
         if not keep:
-            return cst.RemoveFromParent()
+            return self.codemod.rewrite(original_node, updated_node, cst.RemoveFromParent())
         keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        return updated_node.with_changes(names=keep)
+        return self.codemod.rewrite(original_node, updated_node, updated_node.with_changes(names=keep))
