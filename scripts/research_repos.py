@@ -132,8 +132,9 @@ def main(argv: list[str] | None = None) -> int:
             data, seconds = verify(args.dir / name, args.before_python, args.timeout)
             results.append(summarise(name, data, seconds))
             print(json.dumps(results[-1]), flush=True)
-        label = "three" if args.before_python else "two"
-        (args.dir / f"results-{label}.json").write_text(json.dumps(results, indent=1) + "\n")
+        file = args.dir / f"results-{'three' if args.before_python else 'two'}.json"
+        kept = [r for r in (json.loads(file.read_text()) if file.exists() else []) if r["name"] not in names]
+        file.write_text(json.dumps(sorted(kept + results, key=lambda r: list(REPOS).index(r["name"])), indent=1) + "\n")
     else:
         print(report(args.dir))
     return 0
