@@ -123,10 +123,11 @@ def survey_module(codemod: MigrationCodemod, module: cst.Module) -> ModuleSurvey
 
 
 def may_train(text: str) -> bool:
-    """Whether the survey could find a training entry point in `text`: a `backward()`, a
-    `step()` and a `__main__` guard or top-level `parse_args()`. Each is a name the survey
-    compares as libcst spells it, so each is in the text wherever it is in the tree."""
-    return "backward" in text and "step" in text and ("__name__" in text or "parse_args" in text or "parse_known_args" in text)
+    """Whether the survey could find a training entry point in `text`: a `backward()` and a
+    `step()` (a training loop at module level is an entry point without a `__main__` guard).
+    Each is a name the survey compares as libcst spells it, so each is in the text wherever it
+    is in the tree."""
+    return "backward" in text and "step" in text
 
 
 def renamed_by_repo(file: FileContext) -> bool:
