@@ -99,3 +99,46 @@ def test_a_copied_helper_needs_only_the_imports_it_declares() -> None:
         local |= {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         read = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         assert read - local - set(dir(builtins)) <= ddp.imports_for({name}), name
+
+
+TRAIN = """import argparse
+
+import torch
+import torch.nn as nn
+
+if __name__ == "__main__":
+    args = argparse.ArgumentParser().parse_args()
+    model = nn.DataParallel(nn.Linear(2, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(3, 2)).sum().backward()
+    optimizer.step()
+    torch.save(model.module.state_dict(), "model.pt")
+"""
+
+
+def test_diff_shows_the_companion_once_as_a_new_file_and_a_write_makes_it(tmp_path) -> None:
+    from codemods.api import Options, migrate
+
+    for name in ("train.py", "finetune.py"):
+        (tmp_path / name).write_text(TRAIN)
+    report = migrate([tmp_path], Options(mode="diff", cache=False, use_config=False))
+    new = [f for f in report.files if f.path.endswith("ddp_helpers.py")]
+    assert len(new) == 1 and new[0].diff.startswith("--- /dev/null\n+++ b/")
+    added = [line[1:] for line in new[0].diff.splitlines()[3:]]
+    assert added == companions.text("ddp_helpers").splitlines()
+    assert not (tmp_path / "ddp_helpers.py").exists()  # --diff writes nothing
+    written = migrate([tmp_path], Options(mode="write", cache=False, use_config=False))
+    assert (tmp_path / "ddp_helpers.py").read_text() == companions.text("ddp_helpers")
+    assert sum(f.path.endswith("ddp_helpers.py") for f in written.files) == 1
+    assert not migrate([tmp_path], Options(mode="check", cache=False, use_config=False)).changed
+
+
+def test_a_user_file_of_the_companion_name_is_never_overwritten(tmp_path) -> None:
+    from codemods.api import Options, migrate
+
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "ddp_helpers.py").write_text("def mine():\n    return 1\n")
+    report = migrate([tmp_path], Options(mode="write", cache=False, use_config=False))
+    assert (tmp_path / "ddp_helpers.py").read_text() == "def mine():\n    return 1\n"
+    assert "ddp_wrap" not in (tmp_path / "train.py").read_text()
+    assert any(f.code == "TM103" and "ddp_helpers.py" in f.message for f in report.open_findings)
