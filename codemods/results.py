@@ -64,6 +64,7 @@ class FileResult:
     problem: Problem | None = None
     diff: str | None = None
     notes: tuple[str, ...] = ()  # e.g. legacy-syntax repairs made before parsing
+    companions: tuple[str, ...] = ()  # new files it imports: to create (--diff), or created (engine/companions.py)
 
     @property
     def changed(self) -> bool:

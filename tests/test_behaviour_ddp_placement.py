@@ -20,6 +20,16 @@ from tests.conftest import FIXTURES  # noqa: E402
 
 LIBRARY = FIXTURES / "TM103-dataparallel-to-ddp" / "library.in.py"
 
+
+@pytest.fixture(autouse=True)
+def companion(tmp_path_factory, monkeypatch) -> None:
+    """The migrated snippets import their helpers from `ddp_helpers`, which a run writes beside them."""
+    from codemods.engine import companions
+
+    folder = tmp_path_factory.mktemp("companion")
+    (folder / "ddp_helpers.py").write_text(companions.text("ddp_helpers"))
+    monkeypatch.syspath_prepend(str(folder))
+
 # Imports the module under torchrun's variables for rank 0 of 2: a module that joined the process
 # group would block in init_process_group waiting for rank 1 (the timeout below catches that).
 IMPORT_UNDER_TORCHRUN = textwrap.dedent("""

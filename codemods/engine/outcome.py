@@ -21,6 +21,7 @@ class FileOutcome:
     # lookup whose entry has the diff, see Cache.get)
     code: str | None = None
     diff: str | None = None  # its unified diff (the key holds the display path it names)
+    companions: tuple[str, ...] = ()  # the companion modules it newly imports (engine/companions.py)
 
     def to_json(self) -> dict:
         """All but the text and the diff, which the cache keeps in columns of their own."""
@@ -30,6 +31,7 @@ class FileOutcome:
             "findings": [f.to_dict() for f in self.findings],
             "problem": self.problem.to_dict() if self.problem else None,
             "notes": list(self.notes),
+            "companions": list(self.companions),
         }
 
     @classmethod
@@ -39,9 +41,10 @@ class FileOutcome:
         findings = tuple(Finding(**f) for f in raw["findings"])
         problem = Problem(**raw["problem"]) if raw["problem"] is not None else None
         notes = tuple(str(n) for n in raw["notes"])
+        companions = tuple(str(n) for n in raw.get("companions", ()))
         if status is Status.CHANGED:
             if code is None and diff is None or not all(v is None or isinstance(v, str) for v in (code, diff)):
                 raise ValueError("a changed entry carries the migrated text or its diff")
         elif code is not None or diff is not None:
             raise ValueError("only a changed entry carries a text")
-        return cls(status, rewrites, findings, problem, notes, code, diff)
+        return cls(status, rewrites, findings, problem, notes, code, diff, companions)

@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence, TypeVar
 
+from codemods.engine import companions
 from codemods.engine.cache import Cache, FileOutcome, content_digest
 from codemods.engine.gc_pause import paused_gc
 from codemods.engine.interrupt import Interrupted, StopFlag, deferred_interrupt, die_with_parent, start_worker
@@ -148,6 +149,11 @@ def process_file(path: Path, display: str, plan: Plan, *, cached_only: bool = Fa
     result = FileResult(display, outcome.status, outcome.rewrites, outcome.findings, outcome.problem, notes=outcome.notes)
     if outcome.status is not Status.CHANGED:
         return result
+    extra = companions.needed(path, outcome.companions)  # decided here, each run: the file system's state
+    if extra:
+        result, refused = companions.checked(result, extra, plan.mode)
+        if refused:
+            return result
     if plan.mode == "write":
         source = source if source is not None else decode(data)  # a cache hit: only decoding is redone
         failed = _write(path, source, outcome.code, display, outcome.findings, Original(seen, data))
@@ -187,7 +193,8 @@ def _outcome(data: bytes, display: str, specs: tuple[Spec, ...], plan: Plan) -> 
     if not result.changed:
         status = Status.UNCHANGED if result.parsed else Status.SKIPPED
         return FileOutcome(status, {}, result.findings, notes=notes), source
-    return FileOutcome(Status.CHANGED, dict(result.rewrites or {}), result.findings, None, notes, result.code), source
+    rewrites, made = dict(result.rewrites or {}), companions.wanted(source.text, result.code)
+    return FileOutcome(Status.CHANGED, rewrites, result.findings, None, notes, result.code, companions=made), source
 
 
 @lru_cache(maxsize=4)
@@ -290,10 +297,10 @@ def run_files(
                 cache.close()  # a connection is freed by the cycle collector only (sqlite3's statement cache)
     results = [done[i] for i in sorted(done)]
     if stop.requested:
-        raise Interrupted(results, stop.signum)
+        raise Interrupted(companions.listed(results, plan.mode), stop.signum)
     if len(results) != len(work):
         raise AssertionError("fewer results than files")
-    return results
+    return companions.listed(results, plan.mode)
 
 
 def _lookup(job: tuple[Path, str, Plan]) -> FileResult | None:

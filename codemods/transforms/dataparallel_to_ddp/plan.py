@@ -38,6 +38,8 @@ class PlanInputs:
     torchrun_available: bool = True  # the target torch has `torchrun` (symbols.LAUNCHER)
     wrap_kept_by_noqa: bool = False  # a `# noqa: TM103` keeps one of the DataParallel calls
     module_classes: frozenset[str] = frozenset()  # the repository's nn.Module subclasses
+    companion_taken: bool = False  # a user's file has the name of the helpers' module beside this one
+    notebook: bool = False  # a notebook's cells cannot import a module written beside it reliably
 
 
 class PlannedFinding(NamedTuple):
@@ -62,7 +64,7 @@ class DDPPlan:
     moved_ifs: Mapping[cst.If, tuple[int, ...]] = field(default_factory=dict)  # GPU test -> its wraps' indices
     samplers: Mapping[cst.SimpleStatementLine, str] = field(default_factory=dict)  # loader line -> sampler name
     epoch_loops: Mapping[cst.For, tuple[str, ...]] = field(default_factory=dict)  # loop -> loaders to set_epoch
-    guarded_lines: frozenset[cst.SimpleStatementLine] = frozenset()  # run on rank 0 only
+    guarded_lines: frozenset[cst.BaseStatement] = frozenset()  # checkpoint writes: on rank 0 only
     helpers_needed: frozenset[str] = frozenset()  # before the walk adds what its rewrites call
 
 
@@ -136,6 +138,21 @@ def plan_module(survey: ModuleSurvey, inputs: PlanInputs) -> DDPPlan:
                 suggestion="rename them, then run torch-migrate again",
             )
         return DDPPlan(walk=False, findings=tuple(findings))
+    if inputs.companion_taken or inputs.notebook:
+        where = (
+            "a notebook: its kernel may run anywhere, so it cannot rely on a module written beside it"
+            if inputs.notebook
+            else f"`{ddp.COMPANION}.py` beside this file is not torch-migrate's"
+        )
+        for call in wraps:
+            finding(
+                call,
+                f"not restructured for DDP: the helpers are imported from a module `{ddp.COMPANION}.py` "
+                f"written beside the training script, and this is {where}",
+                suggestion="rename that file and run torch-migrate again, or wrap the model with "
+                "DistributedDataParallel by hand",
+            )
+        return declined()
     if not survey.trains:
         for call in wraps:
             finding(
@@ -163,7 +180,7 @@ def plan_module(survey: ModuleSurvey, inputs: PlanInputs) -> DDPPlan:
         moved_ifs=MappingProxyType(moved_ifs),
         samplers=MappingProxyType(loaders.samplers),
         epoch_loops=MappingProxyType({loop: tuple(names) for loop, names in loaders.epoch_loops.items()}),
-        guarded_lines=frozenset(survey.saves) | frozenset(survey.prints),
+        guarded_lines=frozenset(survey.saves),
         helpers_needed=frozenset(loaders.needed),
     )
 
@@ -254,7 +271,7 @@ def _site_review(call: cst.Call, survey: ModuleSurvey, moved_ifs: Mapping[cst.If
         "DataParallel -> DDP scaffolding. `python "
         f"{launch}` runs one process as before (DataParallel over the GPUs when there are several); launch "
         f"`torchrun --nproc_per_node=N {launch}` to train with DDP. batch_size is now per process "
-        "(the global batch is N times larger)." + note
+        "(the global batch is N times larger); only rank 0 prints." + note
     )
 
 
@@ -302,11 +319,10 @@ class _LoaderPlan:
             self.needed.add("ddp_sampler")
             loops = self._epoch_loops_for(loader)
             if not loops:
-                self.needed.add("ddp_set_epoch")  # the finding names it: it must exist in the file
                 self.finding(
                     loader.call,
                     f"no `for epoch in range(...)` loop uses `{loader.target}` here: call "
-                    f"`ddp_set_epoch({loader.target}, epoch)` (generated in this file) at the top of each "
+                    f"`ddp_set_epoch({loader.target}, epoch)` (from {ddp.COMPANION}) at the top of each "
                     "epoch by hand, or every epoch sees the same shuffle under torchrun",
                 )
             for loop in loops:

@@ -28,19 +28,12 @@ from .symbols import (
     SURVEYED,
     WRAP_WORDS,
 )
-from .syntax import assigned_name, is_main_guard
-from codemods.base import traverse
+from .syntax import assigned_name, is_main_guard, opened
 
 if TYPE_CHECKING:
     from codemods.base import MigrationCodemod
     from codemods.helpers.context import FileContext
 
-# Calls that may appear in a print/log statement we move under `if is_main_process():` (skipping
-# anything else on the other ranks could skip a side effect).
-PURE_METHODS = frozenset({"item", "format", "size", "dim", "numel", "tolist", "keys", "values", "items", "join"})
-PURE_FUNCTIONS = frozenset({"str", "len", "round", "float", "int", "repr", "abs", "min", "max", "sum", "type"})
-PURE_QUALIFIED = frozenset({"time.time", "torch.cuda.device_count", "torch.cuda.is_available"})
-LOG_LEVELS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception", "log"})
 # Top-level calls that make a module a command-line entry point.
 ENTRY_CALLS = frozenset({"parse_args", "parse_known_args"})
 
@@ -92,8 +85,8 @@ class ModuleSurvey:
     conditions: Mapping[cst.Call, cst.If]  # a wrap -> the innermost `if` it is under
     loaders: tuple[LoaderSite, ...]
     epoch_loops: tuple[tuple[cst.For, Scope], ...]  # `for epoch in range(...)`
-    saves: tuple[cst.SimpleStatementLine, ...]  # `torch.save(...)` lines
-    prints: tuple[cst.SimpleStatementLine, ...]  # print/logging lines that call nothing impure
+    # the writes of checkpoints: `torch.save(...)` lines, or the `with open(...)` around one
+    saves: tuple[cst.BaseStatement, ...]
     ifs: tuple[cst.If, ...]
     ifexps: tuple[cst.IfExp, ...]
     names: frozenset[str]  # every plain name the module uses
@@ -101,8 +94,9 @@ class ModuleSurvey:
     methods: Mapping[tuple[int, str], cst.FunctionDef]  # (id of the class, name) -> method
     functions: Mapping[str, cst.FunctionDef]  # the module's own top-level functions
     class_bases: Mapping[int, tuple[ClassBase, ...]]  # id of a class a wrap is in -> its bases
-    # a training entry point: `if __name__ == "__main__":` or top-level argument parsing,
-    # with a backward pass and an optimizer step somewhere in the file
+    # a training entry point: `if __name__ == "__main__":`, top-level argument parsing or a
+    # training loop run at module level, with a backward pass and an optimizer step that the
+    # module's own code reaches (an evaluation script's unused `def train` is no training)
     entry: bool
     backward: bool
     step: bool
@@ -129,10 +123,11 @@ def survey_module(codemod: MigrationCodemod, module: cst.Module) -> ModuleSurvey
 
 
 def may_train(text: str) -> bool:
-    """Whether the survey could find a training entry point in `text`: a `backward()`, a
-    `step()` and a `__main__` guard or top-level `parse_args()`. Each is a name the survey
-    compares as libcst spells it, so each is in the text wherever it is in the tree."""
-    return "backward" in text and "step" in text and ("__name__" in text or "parse_args" in text or "parse_known_args" in text)
+    """Whether the survey could find a training entry point in `text`: a `backward()` and a
+    `step()` (a training loop at module level is an entry point without a `__main__` guard).
+    Each is a name the survey compares as libcst spells it, so each is in the text wherever it
+    is in the tree."""
+    return "backward" in text and "step" in text
 
 
 def renamed_by_repo(file: FileContext) -> bool:
@@ -163,8 +158,8 @@ class _SurveyVisitor(cst.CSTVisitor):
         self.conditions: dict[cst.Call, cst.If] = {}
         self.loaders: list[LoaderSite] = []
         self.epoch_loops: list[tuple[cst.For, Scope]] = []
-        self.saves: list[cst.SimpleStatementLine] = []
-        self.prints: list[cst.SimpleStatementLine] = []
+        self.saves: list[cst.BaseStatement] = []
+        self.withs: list[cst.With] = []  # the `with` statements the walk is in
         self.ifs: list[cst.If] = []
         self.ifexps: list[cst.IfExp] = []
         self.names: set[str] = set()
@@ -172,8 +167,13 @@ class _SurveyVisitor(cst.CSTVisitor):
         self.methods: dict[tuple[int, str], cst.FunctionDef] = {}
         self.functions: dict[str, cst.FunctionDef] = {}
         self.entry = False
-        self.backward = False
-        self.step = False
+        # Which top-level def or class (None: the module's own statements) each backward pass and
+        # optimizer step is in, which names each refers to, and which functions the module calls.
+        self.top: str | None = None
+        self.backward_in: list[str | None] = []
+        self.step_in: list[str | None] = []
+        self.refs: dict[str | None, set[str]] = {}
+        self.top_calls: set[str] = set()
 
     def result(self, module: cst.Module, lean: bool) -> ModuleSurvey:
         classes = {id(site.scope.klass): site.scope.klass for site in self.wraps if site.scope.klass is not None}
@@ -187,7 +187,6 @@ class _SurveyVisitor(cst.CSTVisitor):
             loaders=tuple(self.loaders),
             epoch_loops=tuple(self.epoch_loops),
             saves=tuple(self.saves),
-            prints=tuple(self.prints),
             ifs=tuple(self.ifs),
             ifexps=tuple(self.ifexps),
             names=frozenset(self.names),
@@ -195,16 +194,35 @@ class _SurveyVisitor(cst.CSTVisitor):
             methods=MappingProxyType(self.methods),
             functions=MappingProxyType(self.functions),
             class_bases=MappingProxyType({key: self._bases(klass) for key, klass in classes.items()}),
-            entry=self.entry,
-            backward=self.backward,
-            step=self.step,
+            entry=self.entry or None in self.backward_in or bool(self._reached(self.top_calls) & set(self.backward_in)),
+            backward=bool(self._live() & set(self.backward_in)),
+            step=bool(self._live() & set(self.step_in)),
         )
+
+    def _reached(self, names: set[str]) -> set[str | None]:
+        """The top-level defs and classes `names` lead to, through the names each refers to."""
+        seen: set[str | None] = set()
+        todo = sorted(names)
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in self.refs:
+                continue
+            seen.add(name)
+            todo.extend(sorted(self.refs[name]))
+        return seen
+
+    def _live(self) -> set[str | None]:
+        """The module's own statements and every def or class they lead to."""
+        return {None} | self._reached(self.refs.get(None, set()))
 
     # scopes
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         if ddp.MARKER in (node.get_docstring(clean=False) or ""):
             return False  # a helper generated by an earlier run
         klass = self.scopes[-1].klass
+        if self._at_top():
+            self.top = node.name.value
+            self.refs.setdefault(self.top, set())
         if klass is not None and self.scopes[-1].func is None:
             self.methods[(id(klass), node.name.value)] = node
         elif self._at_top():
@@ -215,22 +233,34 @@ class _SurveyVisitor(cst.CSTVisitor):
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         if ddp.MARKER not in (original_node.get_docstring(clean=False) or ""):
             self.scopes.pop()
+            if self._at_top():
+                self.top = None
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if self._at_top():
+            self.top = node.name.value
+            self.refs.setdefault(self.top, set())
         self.scopes.append(Scope(None, node))
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.scopes.pop()
+        if self._at_top():
+            self.top = None
+
+    def visit_With(self, node: cst.With) -> None:
+        self.withs.append(node)
+
+    def leave_With(self, original_node: cst.With) -> None:
+        self.withs.pop()
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.lines.append(node)
         if len(node.body) == 1 and isinstance(node.body[0], cst.Expr) and isinstance(node.body[0].value, cst.Call):
             call = node.body[0].value
             name = self.codemod.qualified_name(call.func)
-            if name == "torch.save":
-                self.saves.append(node)
-            elif self._is_log(call) and self._pure(call):
-                self.prints.append(node)
+            write = self._whole_write(node) if name == "torch.save" else None
+            if write is not None and not any(w is write for w in self.saves):
+                self.saves.append(write)
         if len(node.body) == 1 and isinstance(node.body[0], cst.Assign):
             assign = node.body[0]
             value = assign.value
@@ -272,17 +302,22 @@ class _SurveyVisitor(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) not in self.not_names:
             self.names.add(node.value)
+            self.refs.setdefault(self.top, set()).add(node.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.codemod.qualified_name(node.func)
         line = self.lines[-1] if self.lines else None
         if isinstance(node.func, cst.Attribute):
             method, owner = node.func.attr.value, (dotted(node.func.value) or "").lower()
-            self.backward = self.backward or method == "backward"
+            if method == "backward":
+                self.backward_in.append(self.top)
             # an optimizer's (or a GradScaler's) step; a scheduler's step alone is no training
-            self.step = self.step or (method == "step" and "sched" not in owner)
+            if method == "step" and "sched" not in owner:
+                self.step_in.append(self.top)
             if method in ENTRY_CALLS and self._at_top():
                 self.entry = True
+        if isinstance(node.func, cst.Name) and self.top is None:
+            self.top_calls.add(node.func.value)
         if name in ALREADY_DISTRIBUTED:
             self.distributed.append(node)
         if name in DATAPARALLEL or name in DATALOADER:
@@ -305,6 +340,15 @@ class _SurveyVisitor(cst.CSTVisitor):
                 LoaderSite(node, line if target else None, target, self.scopes[-1], shuffle, tuple(self.fors))
             )
 
+    def _whole_write(self, line: cst.SimpleStatementLine) -> cst.BaseStatement:
+        """The `torch.save` line, or the `with open(...)` whose body it is directly in: the file's
+        opening is part of the write (opened for writing on another rank, it is emptied)."""
+        outer = self.withs[-1] if self.withs else None
+        if outer is not None and opened(outer) is not None and isinstance(outer.body, cst.IndentedBlock):
+            if any(stmt is line for stmt in outer.body.body):
+                return outer
+        return line
+
     def _bases(self, klass: cst.ClassDef) -> tuple[ClassBase, ...]:
         return tuple(
             ClassBase(self.codemod.qualified_name(base.value), (dotted(base.value) or "").rsplit(".", 1)[-1])
@@ -323,39 +367,4 @@ class _SurveyVisitor(cst.CSTVisitor):
             return True
         if (func == "tqdm" or func.endswith(".tqdm")) and expr.args:
             return self._counts_epochs(expr.args[0].value)
-        return False
-
-    def _is_log(self, call: cst.Call) -> bool:
-        if isinstance(call.func, cst.Name) and call.func.value == "print":
-            return "print" not in self.codemod.imports.shadowed
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value in LOG_LEVELS:
-            owner = dotted(call.func.value)
-            return owner in self.loggers or self.codemod.qualified_name(call.func.value) == "logging"
-        return False
-
-    def _pure(self, call: cst.Call) -> bool:
-        checker = _PureCheck(self.codemod)
-        for arg in call.args:
-            traverse(arg.value, checker)
-        return checker.pure
-
-
-class _PureCheck(cst.CSTVisitor):
-    """Whether an expression calls only what has no side effects (PURE_*)."""
-
-    def __init__(self, codemod: MigrationCodemod) -> None:
-        self.codemod = codemod
-        self.pure = True
-
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if isinstance(func, cst.Name) and func.value in PURE_FUNCTIONS:
-            return
-        if self.codemod.qualified_name(func) in PURE_QUALIFIED:
-            return
-        if isinstance(func, cst.Attribute) and func.attr.value in PURE_METHODS:
-            return
-        self.pure = False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
         return False

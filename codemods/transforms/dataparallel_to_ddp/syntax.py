@@ -106,3 +106,47 @@ def chained_on(expr: cst.BaseExpression) -> cst.Call | None:
     ):
         return expr.func.value
     return None
+
+
+def saved_path(stmt: cst.BaseStatement) -> str | None:
+    """The file a `torch.save(obj, path)` line, or a `with open(path, ...) as f:` around one,
+    writes, when `path` is a plain (dotted) name."""
+    if isinstance(stmt, cst.With):
+        call = opened(stmt)
+        return dotted(call.args[0].value) if call is not None and call.args and not call.args[0].star else None
+    if not (isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr)):
+        return None
+    call = stmt.body[0].value
+    if not isinstance(call, cst.Call):
+        return None
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    f = (
+        positional[1]
+        if len(positional) > 1
+        else next((a for a in call.args if a.keyword and a.keyword.value == "f"), None)
+    )
+    return dotted(f.value) if f is not None else None
+
+
+def opened(stmt: cst.With) -> cst.Call | None:
+    """The `open(...)` call a `with` statement's only item makes (`open`, `io.open`, `gzip.open`...)."""
+    if len(stmt.items) != 1 or not isinstance(stmt.items[0].item, cst.Call):
+        return None
+    call = stmt.items[0].item
+    name = dotted(call.func) or ""
+    return call if name == "open" or name.endswith(".open") else None
+
+
+# Calls that make a directory: `os.makedirs(d)`, `os.mkdir(d)`, `Path(d).mkdir(...)`.
+MKDIR = ("makedirs", "mkdir")
+
+
+def creates_directory(stmt: cst.CSTNode) -> bool:
+    """`os.makedirs(d)` on its own line, or `if not os.path.exists(d): os.makedirs(d)` (no else)."""
+    if isinstance(stmt, cst.If):
+        body = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ()
+        return stmt.orelse is None and bool(body) and all(creates_directory(s) for s in body)
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
+        return False
+    call = stmt.body[0].value
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in MKDIR

@@ -21,7 +21,7 @@ from .edits import accepting, helper_call, keep_condition, with_condition, with_
 from .plan import DDPPlan, PlanInputs, plan_module
 from .survey import ModuleSurvey, survey_module
 from .symbols import DATAPARALLEL, DDP, DDP_NAME, DP_ARGS, LAUNCHER, WRAP_WORDS
-from .syntax import references
+from .syntax import creates_directory, references, saved_path
 
 
 class DataParallelToDDP(MigrationCodemod):
@@ -30,17 +30,20 @@ class DataParallelToDDP(MigrationCodemod):
     ## What it does
     Rewrites `nn.DataParallel(model, ...)` (any import form, also `DataParallel(m).cuda()` /
     `.to(device)`, `device_ids=`, `self.model = ...`, a wrap under `if torch.cuda.device_count() > 1:`)
-    into `ddp_wrap(model)` and generates small helpers into the file itself, in a training entry
-    point only: a file with a `__main__` guard or top-level argument parsing, a `backward()` and an
-    optimizer `step()`. As `python train.py` the script runs one process with no process group:
-    DataParallel (with its `device_ids=`/`output_device=`) when several GPUs are visible, as before,
-    else the unwrapped model. As `torchrun --nproc_per_node=N train.py` it joins the process group from the
-    environment (`nccl` with CUDA, `gloo` without; `torch.cuda.set_device(LOCAL_RANK)`), moves the
-    model to its device before wrapping it in `DistributedDataParallel`, gives the shuffled
-    training `DataLoader` a `DistributedSampler` (shuffle moved into it, `set_epoch(epoch)` at the
-    top of the epoch loop), runs `torch.save` and simple `print`/logging only on rank 0, replaces
-    `model.module` by `unwrap_model(model)` (works wrapped or not) and leaves the process group at
-    exit.
+    into `ddp_wrap(model)`, in a training entry point only: a file with a `__main__` guard, top-level
+    argument parsing or a training loop at module level, whose own code reaches a `backward()` and
+    an optimizer `step()`. The helpers it calls are imported from `ddp_helpers.py`, one small module
+    written beside the script (shared by the scripts of that folder, never pasted into each). As
+    `python train.py` the script runs one process with no process group: DataParallel (with its
+    `device_ids=`/`output_device=`) when several GPUs are visible, as before, else the unwrapped
+    model. As `torchrun --nproc_per_node=N train.py` it joins the process group from the environment
+    (`nccl` with CUDA, `gloo` without; `torch.cuda.set_device(LOCAL_RANK)`), moves the model to its
+    device before wrapping it in `DistributedDataParallel`, gives the shuffled training `DataLoader`
+    a `DistributedSampler` (shuffle moved into it, `set_epoch(epoch)` at the top of the epoch loop),
+    prints on rank 0 only, writes each checkpoint on rank 0 only (the whole write: the
+    `with open(...)` around a `torch.save`, the directory made right before it, a copy of the file
+    right after it), replaces `model.module` by `unwrap_model(model)` (works wrapped or not) and
+    leaves the process group at exit.
 
     ## Why is this bad?
     `DataParallel` is single-process multi-thread: it re-scatters the model every step, is slower
@@ -68,13 +71,10 @@ class DataParallelToDDP(MigrationCodemod):
     ```python
     import torch
     from torch.utils.data import DataLoader
-    import atexit
-    import os
 
-    # ... generated helpers, written in full: ddp_cleanup, ddp_setup, ddp_wrap, ddp_sampler, ddp_set_epoch, is_main_process, unwrap_model
+    from ddp_helpers import ddp_sampler, ddp_set_epoch, ddp_setup, ddp_wrap, is_main_process, unwrap_model
 
-
-    ddp_setup()  # joins the process group under torchrun; no-op otherwise
+    ddp_setup()  # joins the process group under torchrun; a no-op in a plain run
 
 
     if __name__ == "__main__":
@@ -104,9 +104,10 @@ class DataParallelToDDP(MigrationCodemod):
     wraps a submodule (`model.features = DataParallel(model.features)`, or one inside an
     `nn.Module`: DDP must wrap the whole model once), a file that already has its own distributed path (`init_process_group`, DDP), and a file where
     one DataParallel carries `# noqa: TM103` (a half-migrated file would train unsynchronised
-    copies). Only `print`/logging calls whose arguments make no calls with side effects are moved
-    under `is_main_process()`. The helpers join the process group when the module is imported
-    under torchrun (`WORLD_SIZE` > 1), so this rank's GPU is current before any tensor is made.
+    copies), a notebook, and a file beside which a file of the user's is named `ddp_helpers.py`.
+    `ddp_setup()` runs right after the imports, so this rank's GPU is current before any tensor is
+    made; under torchrun it silences `print` on the other ranks (`print(..., force=True)` still
+    prints); logging is left as it is.
 
     ## References
     - https://pytorch.org/docs/stable/notes/cuda.html#use-nn-parallel-distributeddataparallel-instead-of-multiprocessing-or-nn-dataparallel
@@ -125,6 +126,8 @@ class DataParallelToDDP(MigrationCodemod):
             wrap_kept_by_noqa=any(self.suppressed(site.call) for site in survey.wraps),
             torchrun_available=self.available(LAUNCHER),
             module_classes=self.file.facts.module_classes,
+            companion_taken=ddp.companion_taken(self.file.path),
+            notebook=self.file.path.endswith(".ipynb"),
         )
         self.plan = plan = plan_module(survey, inputs)
         for call in plan.held_back:
@@ -136,9 +139,10 @@ class DataParallelToDDP(MigrationCodemod):
             self.walk_only(WRAP_WORDS)
         # what the walk adds up as it rewrites
         self.needed: set[str] = set(plan.helpers_needed)
-        self.guards: set[int] = set()  # ids of the `if is_main_process():` blocks made here
-        self.save_paths: dict[int, str] = {}  # id of such a block -> the file its torch.save writes
-        self.prints_reviewed = False
+        # The `if is_main_process():` blocks made here -> the file their torch.save writes (or
+        # None). Keyed by the nodes themselves, which the dict keeps alive: an id() of a block
+        # discarded later could be the id of any node made after it.
+        self.guards: dict[cst.If, str | None] = {}
         self._enclosing: list = []  # the functions and classes the walk is in
         self._in_target = 0
         return plan.walk
@@ -247,30 +251,28 @@ class DataParallelToDDP(MigrationCodemod):
             return updated_node
         if original_node in self.plan.samplers:
             return self._shard(original_node, updated_node)
-        if original_node in self.plan.guarded_lines:
-            self.needed.add("is_main_process")
-            guarded = cst.If(
-                test=helper_call("is_main_process"),
-                body=cst.IndentedBlock(body=[updated_node.with_changes(leading_lines=[])]),
-                leading_lines=updated_node.leading_lines,
-            )
-            if original_node in self.survey.saves:
-                review = "torch.save (and a use of its file right after it) runs on rank 0 only under torchrun"
-            elif not self.prints_reviewed:
-                # one review item for all the output, not one per print
-                self.prints_reviewed = True
-                count = len(self.survey.prints)
-                review = f"print/logging runs on rank 0 only under torchrun ({count} statement(s) in this file)"
-            else:
-                review = None
-            result = self.rewrite(original_node, updated_node, guarded, review=review)
-            if result is guarded:
-                self.guards.add(id(guarded))
-                path = self._saved_path(original_node)
-                if path is not None:
-                    self.save_paths[id(guarded)] = path
-            return result
-        return updated_node
+        return self._guarded(original_node, updated_node)
+
+    def leave_With(self, original_node: cst.With, updated_node: cst.With):
+        return self._guarded(original_node, updated_node) if self.plan.restructure else updated_node
+
+    def _guarded(self, original: cst.BaseStatement, updated: cst.BaseStatement):
+        """A whole write (a `torch.save` line, or the `with open(...)` around one) under
+        `if is_main_process():`: under torchrun every rank would write the same file, and a rank
+        opening it for writing empties what another has written."""
+        if original not in self.plan.guarded_lines:
+            return updated
+        self.needed.add("is_main_process")
+        guarded = cst.If(
+            test=helper_call("is_main_process"),
+            body=cst.IndentedBlock(body=[updated.with_changes(leading_lines=[])]),
+            leading_lines=updated.leading_lines,
+        )
+        review = "the checkpoint is written by rank 0 only under torchrun (its file opened, its directory made there too)"
+        result = self.rewrite(original, updated, guarded, review=review)
+        if result is guarded:
+            self.guards[guarded] = saved_path(original)
+        return result
 
     def _shard(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
         sampler = self.plan.samplers[original]
@@ -321,19 +323,6 @@ class DataParallelToDDP(MigrationCodemod):
         left = updated_node.with_changes(body=updated_node.body.with_changes(body=kept))
         return self.rewrite(original_node, updated_node, cst.FlattenSentinel([left, *moved]), review=review)
 
-    def _saved_path(self, line: cst.SimpleStatementLine) -> str | None:
-        """The file a `torch.save(obj, path)` line writes, when `path` is a plain name."""
-        if line not in self.survey.saves:
-            return None
-        call = line.body[0].value
-        positional = [a for a in call.args if a.keyword is None and not a.star]
-        f = (
-            positional[1]
-            if len(positional) > 1
-            else next((a for a in call.args if a.keyword and a.keyword.value == "f"), None)
-        )
-        return dotted(f.value) if f is not None else None
-
     def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.BaseExpression:
         """`DataParallel(m) if torch.cuda.device_count() > 1 else m` -> `ddp_wrap(m)`."""
         if not self.plan.restructure or original_node not in self.plan.gpu_ifexps:
@@ -350,24 +339,24 @@ class DataParallelToDDP(MigrationCodemod):
         )
 
     def _merge(self, body: list) -> list:
-        """Consecutive `if is_main_process():` blocks made here become one; statements right after a
-        guarded `torch.save(obj, path)` that use `path` (copying the best checkpoint) join it: on
-        other ranks the file may not exist."""
+        """Consecutive `if is_main_process():` blocks made here become one; a directory made right
+        before a guarded checkpoint, and statements right after it that use its file (copying the
+        best checkpoint), join it: on other ranks the file may not exist."""
         out: list = []
         for stmt in body:
             prev = out[-1] if out else None
-            joins = prev is not None and not any(l.comment for l in stmt.leading_lines) and id(prev) in self.guards
-            if joins and id(stmt) in self.guards:
-                merged = prev.with_changes(body=prev.body.with_changes(body=[*prev.body.body, *stmt.body.body]))
-            elif joins and id(prev) in self.save_paths and references(stmt, self.save_paths[id(prev)]):
-                merged = prev.with_changes(body=prev.body.with_changes(body=[*prev.body.body, stmt]))
+            joins = prev is not None and not any(l.comment for l in stmt.leading_lines)
+            if joins and prev in self.guards and stmt in self.guards:
+                merged = _joined(prev, prev.body.body, stmt.body.body)
+            elif joins and self.guards.get(prev) is not None and references(stmt, self.guards[prev]):
+                merged = _joined(prev, prev.body.body, [stmt])
+            elif joins and stmt in self.guards and creates_directory(prev):
+                merged = _joined(stmt, [prev.with_changes(leading_lines=[])], stmt.body.body, prev.leading_lines)
             else:
                 out.append(stmt)
                 continue
-            self.guards.add(id(merged))
-            path = self.save_paths.get(id(prev)) or self.save_paths.get(id(stmt))
-            if path is not None:
-                self.save_paths[id(merged)] = path
+            paths = [self.guards.get(prev), self.guards.get(stmt)]
+            self.guards[merged] = next((p for p in paths if p is not None), None)
             out[-1] = merged
         return out
 
@@ -382,8 +371,10 @@ class DataParallelToDDP(MigrationCodemod):
         if not self.plan.restructure or not self.rewrites:
             return updated_node  # (isinstance rewrites need no helpers)
         module = updated_node.with_changes(body=self._merge(list(updated_node.body))) if self.guards else updated_node
-        bound = ddp.top_level_defs(module)
-        for name in ddp.imports_for(self.needed | {"ddp_setup"}):
-            if name not in bound:  # an `import os` below a sys.path tweak counts
-                self.add_needed_import(name)
-        return ddp.with_helpers(module, self.needed, setup_call=True)
+        return ddp.with_companion(module, self.needed)
+
+
+def _joined(guard: cst.If, first: list, second: list, leading_lines=None) -> cst.If:
+    """`guard` holding the statements `first` then `second`."""
+    merged = guard.with_changes(body=guard.body.with_changes(body=[*first, *second]))
+    return merged if leading_lines is None else merged.with_changes(leading_lines=leading_lines)
