@@ -50,6 +50,10 @@ _TENSOR_METHODS = frozenset(
      "requires_grad_", "pin_memory", "flatten", "sum", "mean", "abs", "exp", "log", "sqrt", "zero_", "fill_"}
 )
 
+# Tensor methods that return a storage, and storage methods that return one.
+_STORAGE_METHODS = frozenset({"storage", "untyped_storage", "_typed_storage"})
+_STORAGE_CHAIN = frozenset({"cuda", "cpu", "to", "pin_memory", "share_memory_", "float", "double", "half", "long", "int", "clone"})
+
 
 @dataclass
 class ClassInfo:
@@ -245,8 +249,7 @@ class ReceiverKinds:
         if isinstance(expr, cst.Subscript):
             return self._is_tensor_value(expr.value, depth)
         if isinstance(expr, cst.Name) and depth < 2:
-            values = self._binding_values(expr.value)
-            return bool(values) and all(self._is_tensor_value(v, depth + 1) for v in values)
+            return self._bound_only_to(expr, depth, self._is_tensor_value)
         if not isinstance(expr, cst.Call):
             return False
         func = expr.func
@@ -259,6 +262,26 @@ class ReceiverKinds:
             return True
         rest = qualified[len("torch.") :]
         return "." not in rest and rest not in _NOT_TENSORS and (rest[:1].islower() or rest.endswith("Tensor"))
+
+    def _bound_only_to(self, name: cst.Name, depth: int, kind) -> bool:
+        """`name` has values here, and each is of `kind` (a `_is_..._value` predicate) one level deeper."""
+        values = self._binding_values(name.value)
+        return bool(values) and all(kind(v, depth + 1) for v in values)
+
+    def _is_storage_value(self, expr: cst.BaseExpression | None, depth: int = 0) -> bool:
+        """A storage: `torch.Storage(n)`, `torch.FloatStorage(...)`, `x.untyped_storage()`, a storage
+        method's result on one, or a name bound only to such values. Its `.to()` takes the device
+        only by keyword (`TypedStorage.to(*, device, non_blocking)`)."""
+        if isinstance(expr, cst.Name) and depth < 2:
+            return self._bound_only_to(expr, depth, self._is_storage_value)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _STORAGE_METHODS:
+            return True
+        if not isinstance(expr, cst.Call):
+            return False
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _STORAGE_CHAIN:
+            return self._is_storage_value(expr.func.value, depth)
+        qualified = self.qualified_name(expr.func) or ""
+        return qualified.startswith("torch.") and "." not in qualified[len("torch.") :] and qualified.endswith("Storage")
 
     def _rebind_target(self, receiver: cst.BaseExpression) -> cst.BaseExpression | None:
         """Where a discarded `receiver.cuda()` result must go; None (with a finding) if nowhere."""

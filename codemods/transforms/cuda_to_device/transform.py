@@ -214,8 +214,11 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
         bare = id(original) in self._bare
         target = self._rebind_target(receiver) if bare and not self._receiver_is_module(receiver) else None
 
+        storage = self._is_storage_value(receiver)  # a storage's `.to()` takes the device by keyword only
+
         def build(device: cst.Name) -> cst.Call:
-            args = [cst.Arg(device, comma=ARG_SEPARATOR), *kept] if kept else [cst.Arg(device)]
+            arg = keyword_arg("device", device) if storage else cst.Arg(device)
+            args = [arg.with_changes(comma=ARG_SEPARATOR), *kept] if kept else [arg]
             return updated.with_changes(func=updated.func.with_changes(attr=cst.Name("to")), args=args)
 
         result = self.with_device(original, updated, build)
