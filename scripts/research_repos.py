@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", help=f"repositories (default: all of {', '.join(REPOS)})")
     parser.add_argument("--before-python", help="the original code's interpreter: three sides")
     parser.add_argument("--timeout", type=int, default=600, help="verify --timeout")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     names = args.names or list(REPOS)
     if args.action == "clone":
         clone(args.dir, names)
