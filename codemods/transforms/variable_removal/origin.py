@@ -41,6 +41,11 @@ INDEXING_METHODS = {
     "index_fill": (2, "value"), "scatter_": (2, "src"), "scatter": (2, "src"), "gather": None,
     "index_select": None, "masked_select": None, "take": None,
 }  # fmt: skip
+# Values that are no tensor (a name given one is made a tensor later, by a factory).
+NOT_TENSORS = (
+    cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp,
+    cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Integer, cst.Float,
+)  # fmt: skip
 # What a loop over a data loader may wrap it in, and the loader classes.
 LOOP_WRAPPERS = frozenset({"enumerate", "tqdm", "iter"})
 DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
@@ -152,6 +157,8 @@ class TensorOrigin:
     def _value_origin(self, value: cst.CSTNode) -> str:
         if isinstance(value, cst.For):  # a loop variable: a batch of a data loader, or unknown
             return "grad_free" if self._is_loader(value.iter) else "computed"
+        if isinstance(value, NOT_TENSORS):  # `t = [ord(c) for c in s]; t = torch.LongTensor(t)`
+            return "grad_free"
         return self._origin(value)
 
     def _is_loader(self, iterable: cst.BaseExpression) -> bool:
