@@ -126,7 +126,9 @@ class VariableRemoval(TensorOrigin, Leftovers, MigrationCodemod):
         self._emptied: dict[int, cst.CSTNode] = {}
         # the functions around the walk, each with its bindings once read (`_bindings`)
         self._functions: list[tuple[cst.FunctionDef, dict | None]] = []
-        self._resolving: set[str] = set()  # names whose origin is being worked out (cycles)
+        # names whose origin is being worked out (cycles), each with whether the value being
+        # read led back to the name itself (`x = x.cuda()`)
+        self._resolving: dict[str, bool] = {}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.append((node, None))

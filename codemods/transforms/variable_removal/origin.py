@@ -144,15 +144,20 @@ class TensorOrigin:
             return "computed"
         values = self._bindings().get(name)
         if name in self._resolving:
+            self._resolving[name] = True
             return "grad_free"  # `x = x.cuda()` seen from inside: x's other values decide
         if not values:
             return "computed"
-        self._resolving.add(name)
+        anchored = False  # whether some value is free of grad by itself, not only through x
         try:
-            grad_free = all(value is not None and self._value_origin(value) != "computed" for value in values)
+            for value in values:
+                self._resolving[name] = False
+                if value is None or self._value_origin(value) == "computed":
+                    return "computed"
+                anchored = anchored or not self._resolving[name]
         finally:
-            self._resolving.discard(name)
-        return "grad_free" if grad_free else "computed"
+            del self._resolving[name]
+        return "grad_free" if anchored else "computed"  # `image = Variable(image)` alone: bound elsewhere
 
     def _value_origin(self, value: cst.CSTNode) -> str:
         if isinstance(value, cst.For):  # a loop variable: a batch of a data loader, or unknown
