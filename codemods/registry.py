@@ -45,7 +45,7 @@ from codemods.gates import (
     variable_removal,
 )
 
-__all__ = ["FINDINGS_ONLY", "PIPELINE", "CHECKS", "Safety", "Spec", "Stage", "all_specs", "get", "select", "held_back", "SelectionError"]
+__all__ = ["FINDINGS_ONLY", "PIPELINE", "CHECKS", "OPT_IN", "Safety", "Spec", "Stage", "all_specs", "get", "select", "held_back", "SelectionError"]
 
 
 PIPELINE: tuple[Spec, ...] = (
@@ -128,6 +128,11 @@ CHECKS: tuple[Spec, ...] = (
     import_style.SPEC,
 )
 
+# Opt-in: hints of style, not of migration (TM907's num_workers, TM908's import spelling), which
+# would appear on nearly every file; they run only when a selection names them (`--select TM907`,
+# a prefix such as `TM9`, or `ALL`).
+OPT_IN = frozenset({"TM907", "TM908"})
+
 
 def all_specs() -> tuple[Spec, ...]:
     """Everything `run` can apply, in run order: the findings-only checks, then the codemods."""
@@ -170,9 +175,10 @@ def select(
 ) -> tuple[Spec, ...]:
     """The specs to run, in run order (`all_specs()`). Codes, names and prefixes (`TM1`) are accepted.
 
-    Unsafe codemods run only with `unsafe=True`, even when selected by name.
+    Unsafe codemods run only with `unsafe=True`, even when selected by name; the `OPT_IN` ones
+    only when selected.
     """
-    chosen = _matching(select) if select else {s.code for s in all_specs()}
+    chosen = _matching(select) if select else {s.code for s in all_specs() if s.code not in OPT_IN}
     dropped = _matching(ignore) if ignore else set()
     return tuple(
         s

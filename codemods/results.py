@@ -152,7 +152,7 @@ class Report:
                     "edits": [edit.to_dict() for edit in file_edits(f)],
                 }
                 for f in self.files
-                if f.status is not Status.SKIPPED
+                if f.status is not Status.SKIPPED or f.findings  # a skipped file can still be named (TM000)
             ],
             "exit_code": self.exit_code,
         }

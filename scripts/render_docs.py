@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from codemods.registry import all_specs  # noqa: E402
+from codemods.registry import OPT_IN, all_specs  # noqa: E402
 from codemods.versions import format_version  # noqa: E402
 
 README = ROOT / "README.md"
@@ -53,7 +53,8 @@ def table() -> str:
     rows = ["| code | name | safety | what it does | output needs torch |", "|---|---|---|---|---|"]
     for spec in all_specs():
         summary = spec.summary.replace("|", "\\|")
-        rows.append(f"| {spec.code} | `{spec.name}` | {spec.label} | {summary} | {_needs(spec)} |")
+        label = f"{spec.label}, opt-in (`--select {spec.code}`)" if spec.code in OPT_IN else spec.label
+        rows.append(f"| {spec.code} | `{spec.name}` | {label} | {summary} | {_needs(spec)} |")
     return "\n".join(rows)
 
 

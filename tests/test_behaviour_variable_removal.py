@@ -136,3 +136,55 @@ def test_a_variable_detached_by_the_next_call_is_detached_once() -> None:
     assert "h = (w * 3).detach()\n" in after_source
     before, after = run(DETACHED_AFTER, "grad_of_w"), run(after_source, "grad_of_w", strict=True)
     assert before[0].item() == after[0].item() == 3.0 and before[1] is after[1] is False
+
+
+PARAMETER = """
+import torch
+from torch.autograd import Variable
+
+
+def init_hidden(w):
+    return Variable(w)
+
+
+def grad_through():
+    w = torch.ones(2, requires_grad=True)
+    h = init_hidden(w)
+    (h * w).sum().backward()
+    return w.grad, h.requires_grad
+"""
+
+
+def test_gradients_do_not_flow_through_a_migrated_variable_of_a_parameter() -> None:
+    """`return Variable(w)` cut the caller's graph: w's gradient is h (1), not h + w (2)."""
+    after_source = migrate(PARAMETER, "TM002")
+    assert "Variable" not in after_source
+    before, after = run(PARAMETER, "grad_through"), run(after_source, "grad_through", strict=True)
+    torch.testing.assert_close(before[0], after[0])
+    assert before[1] is after[1] is False
+    torch.testing.assert_close(after[0], torch.ones(2))
+
+
+LOADER = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from torch.autograd import Variable
+
+
+def epoch(seed):
+    torch.manual_seed(seed)
+    model = torch.nn.Linear(3, 1)
+    train_loader = DataLoader(TensorDataset(torch.randn(8, 3), torch.randn(8, 1)), batch_size=4)
+    for data, target in train_loader:
+        data, target = Variable(data), Variable(target)
+        torch.nn.functional.mse_loss(model(data), target).backward()
+    return model.weight.grad, data.requires_grad
+"""
+
+
+def test_a_loader_batch_loses_its_wrapper_and_trains_the_same() -> None:
+    after_source = migrate(LOADER, "TM002")
+    assert "Variable" not in after_source and "detach" not in after_source
+    before, after = run(LOADER, "epoch", 0), run(after_source, "epoch", 0, strict=True)
+    torch.testing.assert_close(before[0], after[0])
+    assert before[1] is after[1] is False

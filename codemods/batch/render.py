@@ -104,8 +104,16 @@ def _device(device) -> str:
 def untouched(result: RepoResult, shown: int = 3) -> str:
     """`2 file(s) left untouched: a.py, b.py`: the first few by name, then how many more."""
     files = result.untouched or result.problems  # a state file from before `untouched` has only the problems
-    names = ", ".join(files[:shown]) + (f" and {len(files) - shown} more" if len(files) > shown else "")
-    return f"{len(files)} file(s) left untouched: {names}"
+    return f"{len(files)} file(s) left untouched: {_first(files, shown)}"
+
+
+def _first(files: list[str], shown: int) -> str:
+    return ", ".join(files[:shown]) + (f" and {len(files) - shown} more" if len(files) > shown else "")
+
+
+def not_python3(result: RepoResult, shown: int = 3) -> str:
+    """`2 file(s) not Python 3: a.py, b.py`: they will not import after the migration either."""
+    return f"{len(result.not_python3)} file(s) not Python 3: {_first(result.not_python3, shown)}"
 
 
 def summary_table(results: list[RepoResult], resumed: set[str]):
@@ -122,6 +130,8 @@ def summary_table(results: list[RepoResult], resumed: set[str]):
             status += f": {r.message}"
         elif r.problems:
             status += f" ({untouched(r)}; see REPORT.md)"
+        if r.status != "failed" and r.not_python3:
+            status += f" ({not_python3(r)})"
         if r.tests_before is None:
             tests = "—"
         elif r.tests_baseline is not None:
@@ -178,6 +188,8 @@ def summary_lines(results: list[RepoResult], resumed: set[str], width: int) -> l
         parts.append(f"{_count(r.files_changed, 'file')}, {_count(sum(r.rewrites.values()), 'rewrite')}")
         if r.problems:
             parts.append(f"{len(r.untouched or r.problems)} untouched")
+        if r.not_python3:
+            parts.append(f"{len(r.not_python3)} not Python 3")
         if r.commit:
             parts.append(r.commit[:10])
         line = head

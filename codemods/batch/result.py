@@ -35,6 +35,7 @@ class RepoResult:
     era: str | None = None  # the torch the code was written for (TM015's defaults)
     unfixed: list[str] = field(default_factory=list)  # passed before; the torch upgrade broke them
     untouched: list[str] = field(default_factory=list)  # the files of `problems`, relative to the repository
+    not_python3: list[str] = field(default_factory=list)  # files that do not parse as Python 3 (TM000's finding)
     regressions: list[str] = field(default_factory=list)
     culprits: list[str] = field(default_factory=list)
     pushed_to: str | None = None

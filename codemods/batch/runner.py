@@ -15,6 +15,7 @@ from codemods.batch import git
 from codemods.batch.manifest import RepoEntry, entry_problem
 from codemods.batch.render import markdown_report
 from codemods.batch.result import DONE, FAILED, MIGRATED, REGRESSIONS, UNCHANGED, RepoResult
+from codemods.engine.python2 import names_unparsed
 
 __all__ = ["BatchSettings", "RepoResult", "process_repo", "process_plain", "DONE", "FAILED", "MIGRATED", "REGRESSIONS", "UNCHANGED"]
 
@@ -122,6 +123,7 @@ def process_repo(entry: RepoEntry, settings: BatchSettings) -> RepoResult:
             problems = [replace(p, path=_in_repository(p.path, clone)) for p in report.problems]
             result.problems = [str(p) for p in problems]
             result.untouched = list(dict.fromkeys(p.path for p in problems))
+            result.not_python3 = [_in_repository(f.path, clone) for f in report.findings if names_unparsed(f)]
         # Unfixed tests (broken by the torch upgrade, passing in no copy of the target) do not hold
         # back a migration that broke nothing; the row and REPORT.md list them.
         regressed = checked is not None and (checked.regressions or (checked.probe is not None and checked.probe.regression))

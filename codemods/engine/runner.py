@@ -19,6 +19,7 @@ from codemods.engine.gc_pause import paused_gc
 from codemods.engine.interrupt import Interrupted, StopFlag, deferred_interrupt, die_with_parent, start_worker
 from codemods.engine.pipeline import transform_source
 from codemods.engine.pool import pooled
+from codemods.engine.python2 import unparsed
 from codemods.engine.source import Decoded, SourceError, TooLarge, decode, read_limited
 from codemods.engine.writer import Changed, Identity, Original, ReadOnly, sweep_temps, write_atomic
 from codemods.helpers.context import FileContext
@@ -192,7 +193,8 @@ def _outcome(data: bytes, display: str, specs: tuple[Spec, ...], plan: Plan) -> 
         return FileOutcome(Status.ERROR, {}, result.findings, result.problem, notes), source
     if not result.changed:
         status = Status.UNCHANGED if result.parsed else Status.SKIPPED
-        return FileOutcome(status, {}, result.findings, notes=notes), source
+        findings = result.findings if result.parsed else (*result.findings, *unparsed(source.text, display, specs))
+        return FileOutcome(status, {}, findings, notes=notes), source
     rewrites, made = dict(result.rewrites or {}), companions.wanted(source.text, result.code)
     return FileOutcome(Status.CHANGED, rewrites, result.findings, None, notes, result.code, companions=made), source
 

@@ -110,6 +110,21 @@ def reference(codemod, qualified: str, forms: dict[str, ImportForm]) -> cst.Base
     return attribute_chain(qualified)
 
 
+def respelled(codemod, original: cst.BaseExpression, qualified: str) -> cst.BaseExpression | None:
+    """`qualified` spelled through the head of `original`, the call's own spelling: a rename of
+    `torch.nn.init.constant` is `torch.nn.init.constant_`, of `init.constant` is `init.constant_`
+    (spelling it through another import could leave the one the call used unused). None when
+    the head does not lead to `qualified` (`F.sigmoid` -> `torch.sigmoid`)."""
+    chain = dotted(original)
+    if chain is None or "." not in chain:
+        return None
+    first = chain.split(".")[0]
+    prefix = codemod.qualified_name(cst.Name(first))
+    if prefix is None or not qualified.startswith(prefix + "."):
+        return None
+    return attribute_chain(first + qualified[len(prefix):])
+
+
 def head(expr: cst.BaseExpression) -> str | None:
     """The leftmost name of a dotted expression (`F` in `F.upsample`)."""
     name = dotted(expr)

@@ -58,7 +58,8 @@ class RemovedApis(MigrationCodemod):
       build (`CppExtension`/`CUDAExtension` with `BuildExtension`, or `cpp_extension.load`);
     - `torch.utils.serialization.load_lua` (Lua torch `.t7` files) and `torch.legacy` (Lua-style
       `nn`/`optim`) -> a one-time conversion, `torch.nn` modules and `torch.optim`;
-    - the THNN backend: `self._backend.X(...)` in torch classes, `torch._thnn`,
+    - the THNN backend: `self._backend.X(...)` in torch classes, `m._backend.Embedding.apply(...)`
+      on any module (its functions were classes: a capitalised name), `torch._thnn`,
       `torch.nn.backends.thnn.backend`, `torch.nn._functions.thnn`;
     - the old FFT functions `torch.fft/ifft/rfft/irfft(x, signal_ndim, normalized, onesided,
       signal_sizes)` and their tensor methods -> the `torch.fft` module, with the exact
@@ -178,13 +179,15 @@ class RemovedApis(MigrationCodemod):
         )
 
     def _backend_call(self, node: cst.Call) -> bool:
-        func = node.func
+        func, below = node.func, ""
         while isinstance(func, cst.Attribute):
             if func.attr.value == "_backend":
                 owner = func.value
                 torch_owner = (self.qualified_name(owner) or "").split(".")[0] == "torch"
                 in_torch_class = isinstance(owner, cst.Name) and owner.value == "self" and any(self._torch_classes[-1:])
-                if not (torch_owner or in_torch_class):
+                # `e._backend.Embedding.apply(...)` on any module: the backend's functions were classes
+                thnn_function = below[:1].isupper()
+                if not (torch_owner or in_torch_class or thnn_function):
                     return False
                 self.finding(
                     node,
@@ -192,7 +195,7 @@ class RemovedApis(MigrationCodemod):
                     suggestion="call the operator through torch.nn.functional (e.g. F.conv2d, F.threshold) or torch.*",
                 )
                 return True
-            func = func.value
+            func, below = func.value, func.attr.value
         return False
 
     def _fft_function(self, node: cst.Call) -> tuple[str, tuple[str, ...], bool] | None:

@@ -13,7 +13,7 @@ from codemods.helpers import arguments
 from codemods.base import MigrationCodemod
 from codemods.helpers.names import every_name
 from codemods.helpers.arguments import append_args, keyword_arg
-from codemods.helpers.spelling import head, import_forms, reference, retire
+from codemods.helpers.spelling import head, import_forms, reference, respelled, retire
 from codemods.helpers.statements import reference as reference_key
 from codemods.transforms.deprecated_api.expressions import _attr, _tuple, int_value
 from codemods.transforms.deprecated_api.linalg import LinalgHandlers
@@ -166,7 +166,7 @@ class DeprecatedApi(LinalgHandlers, TorchHandlers, MigrationCodemod):
             if form.module == module and short not in self._module_names():
                 self.add_needed_import(module, short)
                 return cst.Name(short)
-        return reference(self, new, self.forms)
+        return respelled(self, original_func, new) or reference(self, new, self.forms)
 
     # -- results used only through their first element ---------------------------------------
 

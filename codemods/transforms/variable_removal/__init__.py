@@ -6,7 +6,7 @@ import libcst as cst
 
 from codemods.gates.variable_removal import VARIABLE
 from codemods.helpers import arguments
-from codemods.helpers.bindings import BodyBindings
+from codemods.helpers.bindings import BodyBindings, target_names
 from codemods.base import MigrationCodemod
 from codemods.helpers.names import dotted
 from codemods.helpers.patterns import Words
@@ -42,7 +42,7 @@ class VariableRemoval(TensorOrigin, Leftovers, MigrationCodemod):
     """Remove `torch.autograd.Variable` wrappers.
 
     ## What it does
-    Rewrites `Variable(x)` to `x` (to `x.detach()` when `x` is computed and may carry a graph),
+    Rewrites `Variable(x)` to `x` (to `x.detach()` unless `x` provably requires no grad),
     and `Variable(x, requires_grad=True)` to `x.requires_grad_()` (to `x.detach().requires_grad_()`
     when `x` may be a tensor used elsewhere, which is exactly what `Variable` did). `volatile=` is dropped, with a finding that
     suggests `torch.no_grad()`. Every import form is recognised (`from torch.autograd import
@@ -59,7 +59,8 @@ class VariableRemoval(TensorOrigin, Leftovers, MigrationCodemod):
     import torch
     from torch.autograd import Variable
 
-    inputs, labels = Variable(inputs), Variable(labels)
+    for inputs, labels in loader:
+        inputs, labels = Variable(inputs), Variable(labels)
     noise = Variable(torch.randn(4, 100), requires_grad=True)
     batch = Variable(images, volatile=True)
     ```
@@ -68,20 +69,27 @@ class VariableRemoval(TensorOrigin, Leftovers, MigrationCodemod):
     ```python
     import torch
 
+    for inputs, labels in loader:
+        pass
     noise = torch.randn(4, 100).requires_grad_()
-    batch = images
+    batch = images.detach()
     ```
 
-    The first line goes: without its wrappers it would only assign each name to itself. The
+    The loop's line goes: a loader's batch requires no grad, and without its wrappers the line
+    would only assign each name to itself (the loop, now empty, gets a finding). `images` comes
+    from elsewhere and may require grad, so the cut `Variable` made stays as `.detach()`. The
     `volatile=True` call also gets a finding: run the inference under `with torch.no_grad():`.
 
     ## Fix safety
-    Safe. `Variable(x)` is `x.detach()`, which is what the output says whenever `x` is computed
-    (`Variable(x + delta)`, `Variable(torch.clamp(x, 0, 1))`, `Variable(model(x))`): such a value may
-    carry a graph that the wrapper cut off. A freshly made tensor (`torch.zeros(...)`, `x.data`,
-    `.detach()`, conversions and views of those) and a tensor passed by name (`Variable(images)`)
-    lose the wrapper entirely: the 0.3 API only accepted plain tensors, which never require grad,
-    so the copy changed nothing there. With `requires_grad=`, only a fresh tensor is flagged in
+    Safe. `Variable(x)` is `x.detach()`, which is what the output says whenever `x` may carry a
+    graph that the wrapper cut off: a computed value (`Variable(x + delta)`, `Variable(model(x))`),
+    a parameter of the function (`return Variable(w)`: the caller's tensor may require grad), an
+    attribute (`Variable(self.hidden)`), a name bound elsewhere. A tensor that provably requires
+    no grad loses the wrapper entirely: a freshly made one (`torch.zeros(...)`, `torch.from_numpy(a)`,
+    `x.data`, `.detach()`, conversions and views of those), a name given only such values, and a
+    data loader's batch (`for x, y in loader`, `enumerate(train_loader)`, through `tqdm(...)`: a
+    `DataLoader(...)`, a name bound to one, or a name that says `loader`), with its elements and
+    attributes (`batch[0]`, `batch.src`). With `requires_grad=`, only a fresh tensor is flagged in
     place; anything else is detached first, so the caller's tensor does not start requiring grad.
     `volatile=` has no effect today, so removing it changes nothing; wrapping the code in
     `torch.no_grad()` is left to you (a finding says where). Calls with `*args`, `**kwargs`, other
@@ -118,7 +126,9 @@ class VariableRemoval(TensorOrigin, Leftovers, MigrationCodemod):
         self._emptied: dict[int, cst.CSTNode] = {}
         # the functions around the walk, each with its bindings once read (`_bindings`)
         self._functions: list[tuple[cst.FunctionDef, dict | None]] = []
-        self._resolving: set[str] = set()  # names whose origin is being worked out (cycles)
+        # names whose origin is being worked out (cycles), each with whether the value being
+        # read led back to the name itself (`x = x.cuda()`)
+        self._resolving: dict[str, bool] = {}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._functions.append((node, None))
@@ -127,18 +137,30 @@ class VariableRemoval(TensorOrigin, Leftovers, MigrationCodemod):
         self._functions.pop()
         return updated_node
 
+    def _parameters(self) -> frozenset[str]:
+        """The parameters of the innermost function around the walk (a caller's tensors)."""
+        if not self._functions:
+            return frozenset()
+        params = self._functions[-1][0].params
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+        return frozenset(p.name.value for p in every)
+
     def _bindings(self) -> dict[str, list[cst.BaseExpression | None]]:
         """What the innermost function around the walk binds each name to (None: a value that
         is not one expression, such as `+=`), read once per function, on the first need."""
         if not self._functions:
-            if self._module_bindings is None:
-                self._module_bindings = _Bindings.of(self._module)
-            return self._module_bindings
+            return self._global_bindings()
         node, found = self._functions[-1]
         if found is None:
             found = _Bindings.of(node)
             self._functions[-1] = (node, found)
         return found
+
+    def _global_bindings(self) -> dict[str, list[cst.BaseExpression | None]]:
+        if self._module_bindings is None:
+            self._module_bindings = _Bindings.of(self._module)
+        return self._module_bindings
 
     def visit_Module(self, node: cst.Module) -> None:
         self._module, self._module_bindings = node, None
@@ -250,7 +272,12 @@ class VariableRemoval(TensorOrigin, Leftovers, MigrationCodemod):
 
 class _Bindings(BodyBindings):
     """Name -> every value one function assigns it (nested functions, classes and lambdas are
-    their own): `a, b = x, y` pairs up, `h += w` is an unknown value (arithmetic of tensors)."""
+    their own): `a, b = x, y` pairs up, `h += w` is an unknown value (arithmetic of tensors), a
+    loop variable is bound to its `for` (whose iterable tells whether it is a loader's batch)."""
+
+    def visit_For(self, node: cst.For) -> None:
+        for name in target_names(node.target):
+            self.bind(name, node)
 
 
 def _method(receiver: cst.BaseExpression, name: str, args: list[cst.Arg] | None = None) -> cst.Call:

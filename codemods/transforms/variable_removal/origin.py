@@ -1,6 +1,7 @@
 """Where the tensor handed to `Variable(...)` comes from, for TM002: fresh (a factory, `.data`,
-`.detach()`), named, or computed (which may carry a graph `Variable` cut off); and the module's
-names bound only to legacy tensor types, which make fresh tensors too."""
+`.detach()`), a name that provably holds a tensor requiring no grad (a data loader's batch), or
+computed (which may carry a graph `Variable` cut off, as a parameter's tensor may); and the
+module's names bound only to legacy tensor types, which make fresh tensors too."""
 
 from __future__ import annotations
 
@@ -40,6 +41,14 @@ INDEXING_METHODS = {
     "index_fill": (2, "value"), "scatter_": (2, "src"), "scatter": (2, "src"), "gather": None,
     "index_select": None, "masked_select": None, "take": None,
 }  # fmt: skip
+# Values that are no tensor (a name given one is made a tensor later, by a factory).
+NOT_TENSORS = (
+    cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp,
+    cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Integer, cst.Float,
+)  # fmt: skip
+# What a loop over a data loader may wrap it in, and the loader classes.
+LOOP_WRAPPERS = frozenset({"enumerate", "tqdm", "iter"})
+DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 # Tensor methods that make a new tensor requiring no grad, whatever their receiver.
 NEW_TENSOR_METHODS = frozenset("detach new new_zeros new_ones new_empty new_full new_tensor".split())
 # Tensor methods after which a tensor that required no grad still requires none.
@@ -78,17 +87,18 @@ class TensorOrigin:
 
         - "fresh": a new tensor that requires no grad and that nothing else refers to (a factory
           call, `.data`, `.detach()`, conversions and views of those);
-        - "named": a tensor referred to by name (`images`, `self.weight`, `batch[0]`); legacy code
-          hands `Variable` its input data this way, and 0.3 refused tensors that required grad;
-        - "computed": anything else (`torch.clamp(x)`, `x + delta`, `model(x)`), which may carry a
-          graph that `Variable` detached.
+        - "grad_free": a tensor referred to by name that provably requires no grad: every value
+          its function gives the name is fresh, or a batch of a data loader (`for x, y in loader`);
+        - "computed": anything else (`torch.clamp(x)`, `x + delta`, `model(x)`, a parameter of the
+          function, an attribute, a name bound elsewhere), which may carry a graph that `Variable`
+          detached.
         """
-        if isinstance(data, cst.Attribute):
-            return "fresh" if data.attr.value == "data" else "named"
+        if isinstance(data, cst.Attribute) and data.attr.value == "data":
+            return "fresh"
         if isinstance(data, cst.Name):
             return self._name_origin(data.value)
-        if isinstance(data, cst.Subscript):
-            return "named"
+        if isinstance(data, (cst.Attribute, cst.Subscript)):  # a part of a batch is as free of grad as the batch
+            return "grad_free" if self._origin(data.value) != "computed" else "computed"
         if isinstance(data, (cst.Integer, cst.Float)):
             return "fresh"
         if isinstance(data, cst.BinaryOperation):  # arithmetic of fresh tensors and numbers
@@ -98,7 +108,7 @@ class TensorOrigin:
             return self._origin(data.expression)
         if isinstance(data, cst.IfExp):
             branches = {self._origin(data.body), self._origin(data.orelse)}
-            return next(o for o in ("computed", "named", "fresh") if o in branches)
+            return next(o for o in ("computed", "grad_free", "fresh") if o in branches)
         if not isinstance(data, cst.Call):
             return "computed"
         if self.qualified_name(data.func) in VARIABLE and data.args:  # `x = Variable(x)`: x's own
@@ -125,18 +135,54 @@ class TensorOrigin:
         return "computed"
 
     def _name_origin(self, name: str) -> str:
-        """A name is "computed" when its function binds it to a computed value anywhere
-        (`h = w * 3; h = Variable(h)` cut `h`'s graph); else "named" — never "fresh": the tensor
-        a name holds may be held elsewhere too, so it is never flagged in place."""
+        """A name is "grad_free" when its function gives it only fresh values or data loader
+        batches, and "computed" otherwise: a parameter (the caller's tensor may require grad:
+        `Variable(w)` cut it off), a name the function never binds, one bound to a computed value
+        (`h = w * 3; h = Variable(h)` cut `h`'s graph). Never "fresh": the tensor a name holds may
+        be held elsewhere too, so it is never flagged in place."""
+        if name in self._parameters():
+            return "computed"
         values = self._bindings().get(name)
-        if not values or name in self._resolving:
-            return "named"  # a parameter, a loop variable, or `x = f(x)` seen from inside
-        self._resolving.add(name)
+        if name in self._resolving:
+            self._resolving[name] = True
+            return "grad_free"  # `x = x.cuda()` seen from inside: x's other values decide
+        if not values:
+            return "computed"
+        anchored = False  # whether some value is free of grad by itself, not only through x
         try:
-            computed = any(value is None or self._origin(value) == "computed" for value in values)
+            for value in values:
+                self._resolving[name] = False
+                if value is None or self._value_origin(value) == "computed":
+                    return "computed"
+                anchored = anchored or not self._resolving[name]
         finally:
-            self._resolving.discard(name)
-        return "computed" if computed else "named"
+            del self._resolving[name]
+        return "grad_free" if anchored else "computed"  # `image = Variable(image)` alone: bound elsewhere
+
+    def _value_origin(self, value: cst.CSTNode) -> str:
+        if isinstance(value, cst.For):  # a loop variable: a batch of a data loader, or unknown
+            return "grad_free" if self._is_loader(value.iter) else "computed"
+        if isinstance(value, NOT_TENSORS):  # `t = [ord(c) for c in s]; t = torch.LongTensor(t)`
+            return "grad_free"
+        return self._origin(value)
+
+    def _is_loader(self, iterable: cst.BaseExpression) -> bool:
+        """Whether a loop walks a data loader's batches (through `enumerate`/`tqdm`): a
+        `DataLoader(...)`, a name bound to one, or a name that says it is one (`train_loader`,
+        `self.val_loader`): the batches it collates are new tensors that require no grad."""
+        while isinstance(iterable, cst.Call) and (dotted(iterable.func) or "").split(".")[-1] in LOOP_WRAPPERS:
+            if not iterable.args:
+                return False
+            iterable = iterable.args[0].value
+        if isinstance(iterable, cst.Call):
+            return self.qualified_name(iterable.func) in DATA_LOADERS
+        spelled = dotted(iterable)
+        if spelled is None:
+            return False
+        if "loader" in spelled.split(".")[-1].lower():
+            return True
+        values = self._bindings().get(spelled) or self._global_bindings().get(spelled) or ()
+        return bool(values) and all(isinstance(v, cst.Call) and self.qualified_name(v.func) in DATA_LOADERS for v in values)
 
     def _all_fresh(self, tensors: cst.BaseExpression) -> bool:
         """Whether a list/tuple display or comprehension holds only fresh tensors."""
