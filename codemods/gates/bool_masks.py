@@ -106,10 +106,12 @@ def _is_mask_argument(call: ast.Call, node: ast.expr, scan: Scan) -> bool:
     return False
 
 
-def _destination(node: ast.AST, scope: _Scope, scan: Scan, inverted: bool = False) -> str | bool:
+def _destination(node: ast.AST, scope: _Scope, scan: Scan, inverted: bool = False, escapes: bool = False) -> str | bool:
     """The codemod's `MaskFlow._destination`, loosened: True where the value of `node` may reach
-    a mask use (an argument, an index, or `~` of a mask kept in a name); a name it is bound to,
-    to follow; False where it is only data (or neutral). It follows every path the codemod does."""
+    a mask use (an argument, an index, or `~` of a mask kept in a name), or leave the scope (an
+    argument, `x.attr = ...`) when `escapes` (the file has mask uses it may reach); a name it is
+    bound to, to follow; False where it is only data (or neutral). It follows every path the
+    codemod does."""
     parents = scope.parents
     while True:
         parent = parents.get(node)
@@ -130,7 +132,7 @@ def _destination(node: ast.AST, scope: _Scope, scan: Scan, inverted: bool = Fals
             if scan.qualified(call.func) & SHAPE_FUNCTIONS:
                 node = call  # torch.triu(mask)
                 continue
-            return False
+            return escapes
         if isinstance(parent, ast.Subscript):
             if parent.slice is node:
                 return True  # `x[mask]`: a mask use, or a finding when `x` may be NumPy's
@@ -139,8 +141,8 @@ def _destination(node: ast.AST, scope: _Scope, scan: Scan, inverted: bool = Fals
         if isinstance(parent, ast.Tuple) and isinstance(parents.get(parent), ast.Subscript) and parents[parent].slice is parent:
             return True  # `x[mask, 0]`
         if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Invert) and not inverted:
-            return _destination(parent, scope, scan, inverted=True) is not False  # a name or a mask use: a finding
-        if isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+            return _destination(parent, scope, scan, True, escapes) is not False  # a name or a mask use: a finding
+        if isinstance(parent, ast.BinOp):  # `a & b`, `a * b`, and arithmetic that may still reach a mask
             node = parent
             continue
         if isinstance(parent, ast.IfExp):
@@ -148,19 +150,21 @@ def _destination(node: ast.AST, scope: _Scope, scan: Scan, inverted: bool = Fals
             continue
         if isinstance(parent, ast.Assign) and parent.value is node:
             targets = parent.targets
+            if len(targets) == 1 and isinstance(targets[0], ast.Attribute):
+                return escapes  # `self.mask = ...`
             return targets[0].id if len(targets) == 1 and isinstance(targets[0], ast.Name) else False
         if isinstance(parent, ast.AnnAssign) and parent.value is node:
             return parent.target.id if isinstance(parent.target, ast.Name) else False
         return False
 
 
-def _reaches_a_mask_use(scope: _Scope, makers: list[ast.Call], scan: Scan) -> bool:
+def _reaches_a_mask_use(scope: _Scope, makers: list[ast.Call], scan: Scan, escapes: bool) -> bool:
     """The codemod's `MaskFlow._reach` for every maker of a scope: through the local names it
     is bound to (every read of them in the scope), whether any reaches a mask use."""
     pending: list[ast.AST] = list(makers)
     seen: set[str] = set()
     while pending:
-        where = _destination(pending.pop(), scope, scan)
+        where = _destination(pending.pop(), scope, scan, escapes=escapes)
         if where is True:
             return True
         if where and where not in seen:
@@ -169,16 +173,24 @@ def _reaches_a_mask_use(scope: _Scope, makers: list[ast.Call], scan: Scan) -> bo
     return False
 
 
+def _is_sink_call(call: ast.Call, scan: Scan) -> bool:
+    """A call of masked_fill & co. (or torch.where): a mask passed from another function may end there."""
+    if isinstance(call.func, ast.Attribute) and call.func.attr in SINK_METHODS:
+        return True
+    return bool(scan.qualified(call.func) & SINK_FUNCTIONS.keys())
+
+
 def may_act(scan: Scan, words, facts) -> bool:
     """A maker of a uint8 value whose value reaches the mask of masked_fill & co., an index or
     `~`, in one scope: most `.byte()`/`ByteTensor`/`uint8` values are data (an image, a buffer,
     arithmetic, a return value), which the codemod never touches."""
+    escapes = any(_is_sink_call(n, scan) for n in ast.walk(scan.module) if isinstance(n, ast.Call))
     roots: list[ast.AST] = [scan.module]
     roots += [n for n in ast.walk(scan.module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
     for root in roots:
         scope = _Scope(root)
         makers = [call for call in scope.calls if _makes_uint8(call, scan)]
-        if makers and _reaches_a_mask_use(scope, makers, scan):
+        if makers and _reaches_a_mask_use(scope, makers, scan, escapes):
             return True
     return False
 

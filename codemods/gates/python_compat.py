@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from codemods.gates import Gate, Safety, Spec, Stage
 from codemods.helpers.scan import Scan
@@ -62,6 +63,11 @@ NUMPY: dict[str, str] = {
 }
 
 
+# A receiver of `.next()` that is plausibly a DataLoader iterator, by its name (`val_iter`,
+# `dataiter`, `self.loader_it`): reported when it is not shown to be `iter(...)`.
+ITERATOR_NAMES = re.compile(r"iter|loader", re.IGNORECASE)
+
+
 def _attribute_or_import(names: str) -> tuple[str, ...]:
     """Where a removed module member can be named: `.X`, or an import line (also parenthesized).
 
@@ -75,7 +81,7 @@ def triggers() -> tuple[str, ...]:
     abcs = "|".join(sorted(COLLECTIONS_ABCS))
     numpy = "|".join(sorted(NUMPY) + ["asscalar"])
     # collections: both its name and an ABC name (an alias `import collections as C` counts).
-    return (rf"collections(?=[\s\S]*\b(?:{abcs})\b)", *_attribute_or_import(numpy))
+    return (rf"collections(?=[\s\S]*\b(?:{abcs})\b)", *_attribute_or_import(numpy), r"\.next\(\s*\)")
 
 
 def replacement(qualified: str) -> str | None:
@@ -90,15 +96,18 @@ def replacement(qualified: str) -> str | None:
 
 def applies(text: str, facts) -> bool:
     # The triggers match `.float`/`.int` attributes anywhere (fast regexes); only a file that
-    # names numpy or collections can hold what this rewrites.
-    return "numpy" in text or "collections" in text
+    # names numpy or collections, or calls `.next()`, can hold what this rewrites.
+    return "numpy" in text or "collections" in text or ".next(" in text
 
 
 def may_act(scan: Scan, words, facts) -> bool:
     """A reference that may resolve to a removed name (or np.asscalar), or a `from` import
     of one: most `.float`/`.int` on the trigger lines are `x.float()` and `torch.int`."""
     for node in scan.nodes(words):
-        if isinstance(node, (ast.Attribute, ast.Name)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "next":
+            if not node.args and not node.keywords:
+                return True
+        elif isinstance(node, (ast.Attribute, ast.Name)):
             if any(q == "numpy.asscalar" or replacement(q) is not None for q in scan.qualified(node)):
                 return True
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -117,6 +126,6 @@ SPEC = Spec(
     safety=Safety.SAFE,
     target="codemods.transforms.python_compat:PythonCompat",
     triggers=triggers(),
-    summary="collections.Mapping -> collections.abc.Mapping; np.Inf/np.float/... -> np.inf/float/...",
+    summary="collections.Mapping -> collections.abc.Mapping; np.Inf/np.float/... -> np.inf/float/...; iter(loader).next() -> next(iter(loader))",
     gate=GATE,
 )

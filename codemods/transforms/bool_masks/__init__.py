@@ -12,6 +12,7 @@ import libcst as cst
 from codemods.gates.bool_masks import BOOL_OF
 from codemods.base import MigrationCodemod
 from codemods.helpers.bindings import ScopeNodes
+from codemods.transforms.bool_masks.escapes import MaskEscapes
 from codemods.transforms.bool_masks.flow import MaskFlow
 from codemods.transforms.bool_masks.makers import UintMakers
 from codemods.transforms.bool_masks.scope import _Scope
@@ -30,7 +31,7 @@ def _short(code_for, node: cst.CSTNode) -> str:
     return text.split("\n", 1)[0][:40] + "..."
 
 
-class BoolMasks(UintMakers, MaskFlow, MaskValues, MigrationCodemod):
+class BoolMasks(UintMakers, MaskEscapes, MaskFlow, MaskValues, MigrationCodemod):
     """Make masks bool where old code made them uint8.
 
     ## What it does
@@ -41,8 +42,12 @@ class BoolMasks(UintMakers, MaskFlow, MaskValues, MigrationCodemod):
     `masked_select`, `masked_scatter(_)`, into an index (`x[mask]`, `x[mask] = v`) or into the
     condition of `torch.where`, and makes them bool there: `.bool()`, `torch.BoolTensor`,
     `dtype=torch.bool`. A uint8 value that is used only as data (an image, a count, arithmetic,
-    an attribute, a return value) is never touched; one used both as a mask and as data, or one
-    whose values may be other than 0 and 1, is reported.
+    an attribute, a return value) is never touched; one used both as a mask and as data (arithmetic
+    whose result reaches a mask included), or one whose values may be other than 0 and 1, is
+    reported. `a.byte() * b.byte()` is their logical and, as `&` is. A uint8 value passed on as
+    an argument `name=` (or a positional `name`), stored as `self.name` or registered as the
+    buffer `name`, where this file uses a parameter or attribute `name` as a mask (a layer's
+    `forward`), is reported: the other function's uses are not proven to be only masks.
 
     ## Why is this bad?
     Masks became bool in PyTorch 1.2. Today `masked_fill`, `masked_select`, `masked_scatter` and
@@ -106,6 +111,8 @@ class BoolMasks(UintMakers, MaskFlow, MaskValues, MigrationCodemod):
     # -- planning, per scope -----------------------------------------------------------------------
 
     def visit_Module(self, node: cst.Module) -> None:
+        self._module = node
+        self._masks: tuple[dict, dict] | None = None  # the file's mask parameters and attributes, when first needed
         self._plan(ScopeNodes.of(node), None)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -122,8 +129,9 @@ class BoolMasks(UintMakers, MaskFlow, MaskValues, MigrationCodemod):
         makers = [(n, m) for n in calls if (m := self._maker(n)) is not None]
         self._evidence = self._tensor_names(scope, makers)
         for call, maker in makers:
-            kinds, data, sink = self._reach(call)
+            kinds, data, sink, escapes = self._reach(call)
             if sink is None:
+                self._report_escape(call, escapes)
                 continue
             shown, used = _short(self.code_for, call), _short(self.code_for, sink)
             if data is not None:
@@ -159,6 +167,26 @@ class BoolMasks(UintMakers, MaskFlow, MaskValues, MigrationCodemod):
                 # a spelling whose head this scope binds itself would not be what the imports bind
                 self._local[id(call)] = frozenset((*scope.values, *scope.opaque, *scope.escaped))
         self._scope = None
+
+    def _report_escape(self, call: cst.Call, escapes: list[cst.CSTNode]) -> None:
+        """A uint8 value passed on to where this file uses a parameter or attribute of that name as a mask."""
+        if not escapes:
+            return
+        if self._masks is None:
+            scope = self._scope
+            self._masks = self._mask_names(self._module)
+            self._scope = scope
+        for escape in escapes:
+            found = self._escape_use(escape)
+            if found is not None:
+                how, use = found
+                self.finding(
+                    call,
+                    f"`{_short(self.code_for, call)}` is uint8 and is passed on as {how}, which this file uses"
+                    f" as a mask (`{_short(self.code_for, use)}`: a uint8 mask raises or is deprecated there today)",
+                    suggestion="make it `.bool()` if every use of it is a mask",
+                )
+                return
 
     # -- the rewrite --------------------------------------------------------------------------------
 

@@ -20,14 +20,19 @@ from codemods.transforms.bool_masks.tables import (
 class MaskFlow:
     """Where a value goes (a part of `BoolMasks`: `self` is the codemod, `self._scope` the scope it plans)."""
 
-    def _reach(self, call: cst.Call) -> tuple[set[str], cst.CSTNode | str | None, cst.CSTNode | None]:
+    def _reach(self, call: cst.Call) -> tuple[set[str], cst.CSTNode | str | None, cst.CSTNode | None, list[cst.CSTNode]]:
         """Where the maker's value ends up, through local names: the kinds of use (see
-        `_destination`), the first data use (or why one is assumed) and the first mask use."""
+        `_destination`), the first data use (or why one is assumed), the first mask use, and
+        where it leaves the scope (an argument of a call, `self.x = ...`)."""
+        return self._follow([call])
+
+    def _follow(self, starts: list[cst.CSTNode]) -> tuple[set[str], cst.CSTNode | str | None, cst.CSTNode | None, list[cst.CSTNode]]:
         kinds: set[str] = set()
         data: list[cst.CSTNode | str] = []
         sinks: list[cst.CSTNode] = []
+        escapes: list[cst.CSTNode] = []
         seen: set[str] = set()
-        pending: list[cst.CSTNode] = [call]
+        pending: list[cst.CSTNode] = list(starts)
         scope = self._scope
         while pending:
             node = pending.pop()
@@ -41,12 +46,18 @@ class MaskFlow:
                     data.append(f"`{where}` is also read by a nested function or as a global")
                 pending.extend(scope.loads.get(where, []))
                 continue
+            if kind == "arith":  # `1 - mask`, `a.byte() + b.byte()`: data, whose result may still be a mask
+                pending.append(where)
+                kind = "data"
+            elif kind in ("pass", "store"):
+                escapes.append(where)
+                kind = "data"
             kinds.add(kind)
             if kind == "data":
                 data.append(where)
             elif kind in ("sink", "maybe", "invert"):
                 sinks.append(where)
-        return kinds, (data[0] if data else None), (sinks[0] if sinks else None)
+        return kinds, (data[0] if data else None), (sinks[0] if sinks else None), escapes
 
     def _destination(self, node: cst.CSTNode, inverted: bool = False) -> tuple[str, object]:
         """Where the value of `node` goes: ("sink"|"maybe", the mask use), ("name", a local it is
@@ -78,6 +89,7 @@ class MaskFlow:
                     if self.qualified_name(call.func) in SHAPE_FUNCTIONS and call.args and call.args[0] is parent:
                         node = call
                         continue
+                    return "pass", parent  # an argument: where it goes, `escapes.py` may tell
                 return "data", call
             if isinstance(parent, cst.Index) and parent.value is node:
                 subscript = parents.get(parents.get(parent))
@@ -97,11 +109,13 @@ class MaskFlow:
                 if kind == "name":
                     return "invert", parent
                 return ("invert" if kind in ("sink", "maybe") else kind), where
-            if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
-                # `a.byte() & b.byte()`: bool with bool is the same mask; with anything else, data
+            if isinstance(parent, cst.BinaryOperation):
+                # `a.byte() & b.byte()`, `a.byte() * b.byte()`: bool with bool is the same mask
+                # (`*` of bools is their `and`); with anything else, data that may go on to a mask
                 other = parent.right if parent.left is node else parent.left
-                if not (isinstance(other, cst.Call) and self._maker(other) is not None) and not self._is_bool(other):
-                    return "data", parent
+                logical = isinstance(parent.operator, (cst.BitAnd, cst.BitOr, cst.BitXor, cst.Multiply))
+                if not logical or not (isinstance(other, cst.Call) and self._maker(other) is not None) and not self._is_bool(other):
+                    return "arith", parent
                 node = parent
                 continue
             if isinstance(parent, cst.IfExp) and parent.test is not node:
@@ -117,6 +131,8 @@ class MaskFlow:
                 targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
                 if len(targets) == 1 and isinstance(targets[0], cst.Name):
                     return "name", targets[0].value
+                if len(targets) == 1 and isinstance(targets[0], cst.Attribute):
+                    return "store", targets[0]  # `self.mask = ...`
                 return "data", targets[0]
             if isinstance(parent, cst.Expr):
                 return "neutral", parent

@@ -15,7 +15,18 @@ from codemods.base import MigrationCodemod
 from codemods.gates.loss_reduction import losses
 from codemods.helpers import arguments
 from codemods.transforms.scalar_item.environments import Bindings, ClassFacts, Env, Param, Value
-from codemods.transforms.scalar_item.reads import REDUCTIONS, TORCH_REDUCTIONS, argument_for, full_reduction, is_super, reduces, scalar_read
+from codemods.transforms.scalar_item.reads import (
+    REDUCTIONS,
+    TORCH_REDUCTIONS,
+    argument_for,
+    element,
+    full_reduction,
+    is_super,
+    reduces,
+    scalar_read,
+    through_numpy,
+)
+from codemods.transforms.scalar_item.uses import ReadUses
 from codemods.base import traverse
 
 # Module methods that return the module itself: `nn.CrossEntropyLoss().cuda()` is still the loss.
@@ -30,7 +41,7 @@ _NUMBER_METHODS = frozenset({"numel", "dim", "item"})  # Python numbers, called 
 _MAX_DEPTH = 24  # a bound on how far a value is followed (names, parameters, attributes, arithmetic)
 
 
-class ScalarItem(MigrationCodemod):
+class ScalarItem(ReadUses, MigrationCodemod):
     """Replace `.data[0]` on a provably 0-dim tensor with `.item()`.
 
     ## What it does
@@ -42,9 +53,12 @@ class ScalarItem(MigrationCodemod):
     call of its function in the file passes (`train(model, nn.CrossEntropyLoss())`,
     `Trainer(criterion=nn.MSELoss())` for `self.criterion = criterion`), when the function is
     called in the file and never used otherwise; `self.<attr>` holds what the methods of its
-    class, its bases and its subclasses in the file assign. Anything else is left alone; a
-    `.data[0]` that looks like a statistic (`total += x.data[0]`, `meter.update(loss.data[0])`)
-    but cannot be proven 0-dim is a finding.
+    class, its bases and its subclasses in the file assign. Every other `.data[0]` (and a chain
+    such as `x.data[0][0]`, read as one) is a finding — one that looks like a statistic
+    (`total += x.data[0]`, `meter.update(loss.data[0])`) says so — except where the old code
+    provably read a tensor, whose meaning is unchanged: the value is indexed by a slice, a
+    method only tensors have is called on it (`x.data[0].cpu()`, `(x.data[0] > 0.5).nonzero()`),
+    it is written to (`p.data[0] = 0.5`), or `.data` is an attribute of `self`.
 
     ## Why is this bad?
     Before PyTorch 0.4 a loss was a 1-element tensor and `.data[0]` read its value. Losses and full
@@ -72,10 +86,12 @@ class ScalarItem(MigrationCodemod):
     ## Fix safety
     Safe: only values proven 0-dim are rewritten, where the old code raises `IndexError` today and
     `.item()` returns the number `.data[0]` returned on 0.3 (as a Python number; through
-    `.numpy()` it was a NumPy scalar). `.data[0]` on a batch, a weight or a Python list
-    (`len(self.data[0])`) is never touched. A loss passed in as a parameter is proven only by the
-    calls in the same file: a function or class the file never calls (it is called from
-    another module) keeps its `.data[0]`, and one that looks like a scalar is reported instead.
+    `.numpy()` it was a NumPy scalar). A read whose dims are unknown is reported, never
+    rewritten: on a 0-dim tensor it raises, on a 1-d one it now gives a 0-dim tensor where 0.3
+    gave a Python number (`'{}'.format(x)`, a dict key and `json` see the difference), and on a
+    larger one it reads the same row as before. A loss passed in as a parameter is proven only
+    by the calls in the same file: a function or class the file never calls (it is called from
+    another module) keeps its `.data[0]`, reported.
 
     ## References
     - https://pytorch.org/blog/pytorch-0_4_0-migration-guide/ (zero-dimensional tensors)
@@ -130,12 +146,14 @@ class ScalarItem(MigrationCodemod):
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._mark_scalar(node.value)
+        self._stored.add(id(node.target))
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         named = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
         if named in _SCALAR_SINKS and node.args:
             self._mark_scalar(node.args[0].value)
+        self._note_tensor_method(node)
 
     # -- the rewrite ------------------------------------------------------------------------
 
@@ -147,19 +165,39 @@ class ScalarItem(MigrationCodemod):
             new_base = scalar_read(updated_node)
             item = cst.Call(func=cst.Attribute(value=new_base, attr=cst.Name("item")))
             return self.rewrite(original_node, updated_node, item)
-        if self._looks_scalar(original_node, base):
-            text = self.code_for(base)
+        if isinstance(base, cst.Name) and base.value in ("self", "cls"):
+            return updated_node  # `self.data[0]`: an attribute of the object, not a tensor's `.data`
+        if self._unchanged(original_node, through_numpy(original_node)):
+            return updated_node
+        chain = self._chain(original_node)  # `x.data[0][0]`: read as one
+        outer, dims = chain[-1], len(chain)
+        text, read = self.code_for(base), self.code_for(outer)
+        if self._looks_scalar(outer, base):
             self.finding(
                 original_node,
-                f"`{self.code_for(original_node)}` reads like a number, but `{text}` cannot be proven 0-dim here:"
+                f"`{read}` reads like a number, but `{text}` cannot be proven 0-dim here:"
                 f" if it is a loss or a full reduction, use `{text}.item()`",
                 suggestion=f"{text}.item()",
+            )
+        elif through_numpy(original_node):
+            self.finding(
+                original_node,
+                f"`{read}`: `{text}` is not shown to have a dim: if it is 0-dim (a loss, a full reduction),"
+                " its NumPy array has no element 0 (IndexError today)",
+                suggestion=f"{text}.item()",
+            )
+        else:
+            self.finding(
+                original_node,
+                f"`{read}`: `{text}` is not shown to be 0-dim (`.data[0]` raises IndexError on it today) nor to"
+                f" have more than {dims} dim{'s' if dims > 1 else ''} (torch 0.3 read a Python number from"
+                f" {dims} dim{'s' if dims > 1 else ''}, today a 0-dim tensor)",
+                suggestion=f"`{text}.item()` if it is a loss or a full reduction;"
+                f" `{element(self.code_for, chain)}.item()` for one element as a number",
             )
         return updated_node
 
     def _looks_scalar(self, node: cst.Subscript, base: cst.BaseExpression) -> bool:
-        if isinstance(base, cst.Name) and base.value in ("self", "cls"):
-            return False
         if id(node) in self._scalar_looking:
             return True
         if isinstance(base, (cst.BinaryOperation, cst.UnaryOperation)):

@@ -87,3 +87,24 @@ def full_reduction(call: cst.Call, method: str, *, skip_first: bool) -> bool:
     positional = [a for a in call.args if a.keyword is None]
     allowed = (1 if skip_first else 0) + (1 if method in FIRST_ARG_NOT_DIM else 0)
     return len(positional) <= allowed and (not skip_first or len(positional) >= 1)
+
+
+def through_numpy(node: cst.Subscript) -> bool:
+    """`x.data.numpy()[0]`: the read indexes a NumPy array, whose elements have tensor-like methods."""
+    expr = node.value
+    while True:
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            if expr.func.attr.value == "numpy":
+                return True
+            expr = expr.func.value
+        elif isinstance(expr, cst.Attribute):
+            expr = expr.value
+        else:
+            return False
+
+
+def element(code_for, chain: list[cst.Subscript]) -> str:
+    """`x[0][1]` for the chain `x.data[0][1]` (a read `x.data[0]` and the indexing after it): the
+    same element without `.data`."""
+    indices = "".join(f"[{code_for(node.slice[0].slice.value)}]" for node in chain[1:])
+    return f"{code_for(scalar_read(chain[0]))}[0]{indices}"
