@@ -365,8 +365,8 @@ def _suggestion(spec: Spec, breakages: Sequence[Breakage]) -> str:
     if all(b.kind == "unused-import" for b in breakages):
         # only a relative import (the project's own module, perhaps imported for what importing
         # it does), or one the remover sees used, is kept: whether it can go is the user's call
-        return f"migrate this file's {spec.code} sites by hand, and remove the import if nothing needs its module imported"
-    return f"migrate this file's {spec.code} sites by hand, or report it as a torch-migrate bug"
+        return f"migrate this file's {spec.code} rewrites by hand, and remove the import if nothing needs its module imported"
+    return f"migrate this file's {spec.code} rewrites by hand, or report it as a torch-migrate bug"
 
 
 def untolerated(after: Profile | None, base: Profile, rewrote: Iterable[str]) -> bool | None:
