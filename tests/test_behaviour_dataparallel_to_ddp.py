@@ -123,3 +123,20 @@ def test_torchrun_two_cpu_processes(migrated: Path, tmp_path: Path) -> None:
     namespace = runpy.run_path(str(SCRIPT), run_name="not_main")
     model = namespace["Net"]()
     model.load_state_dict(state, strict=True)
+
+
+def test_ddp_setup_follows_a_gpu_selection_in_another_file(tmp_path: Path) -> None:
+    # pytorch-playground's cifar/train.py calls `misc.auto_select_gpu(...)` (utee/misc.py), which
+    # sets CUDA_VISIBLE_DEVICES: ddp_setup() initialises CUDA under torchrun, so it must run after
+    from codemods.api import Options, migrate
+
+    (tmp_path / "misc.py").write_text('import os\n\n\ndef auto_select_gpu(gpus="1"):\n    os.environ["CUDA_VISIBLE_DEVICES"] = gpus\n    return gpus\n')
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import misc\nimport torch\nimport torch.nn as nn\n\ngpu = misc.auto_select_gpu()\n"
+        "model = nn.DataParallel(nn.Linear(2, 2))\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for epoch in range(2):\n    model(torch.ones(1, 2)).sum().backward()\n    optimizer.step()\n"
+    )
+    report = migrate([str(tmp_path)], Options(select=("TM103",), use_config=False, jobs=1, cache=False))
+    text = script.read_text()
+    assert report.changed and text.index("gpu = misc.auto_select_gpu()") < text.index("ddp_setup()  #") < text.index("ddp_wrap(nn.Linear")

@@ -16,7 +16,7 @@ SPEC = Spec(
     safety=Safety.REVIEW,
     target="codemods.transforms.dataparallel_to_ddp:DataParallelToDDP",
     triggers=triggers(),
-    facts=("module_classes",),
+    facts=("module_classes", "gpu_selectors"),  # gpu_selectors: ddp_setup() goes after the GPU selection
     summary="nn.DataParallel(model) -> DDP scaffolding that runs as one process or under torchrun",
     report_note=(
         "Launching with DDP",

@@ -21,6 +21,7 @@ import re
 import libcst as cst
 
 from codemods.engine.lazy import spells_none
+from codemods.helpers.gpu_selection import GpuSelection
 from codemods.helpers.placement import after_leading_imports, in_module_newlines, is_single_import
 from codemods.engine.traverse import traverse
 
@@ -203,12 +204,17 @@ def with_helpers(module: cst.Module, names: set[str]) -> cst.Module:
     return module.with_changes(body=body[:at] + new + body[at:])
 
 
-def with_companion(module: cst.Module, names: set[str], *, setup_call: bool = True) -> cst.Module:
+def with_companion(
+    module: cst.Module, names: set[str], *, setup_call: bool = True, selection: GpuSelection | None = None
+) -> cst.Module:
     """`module` importing the helpers in `names` from the companion module (`from ddp_helpers
     import ...`, names in alphabetical order, one line as isort writes it), with a module-level
     `ddp_setup()` right after the import when `setup_call`: the process group, and the CUDA device
-    of this rank, are set before any code touches a GPU. An import already there gets the names it
-    lacks; nothing is added twice."""
+    of this rank, are set before any code touches a GPU. Where the script selects its GPU at the
+    top (`selection`, helpers/gpu_selection.py: `CUDA_VISIBLE_DEVICES` is read once, when CUDA
+    initialises, and `ddp_setup()` initialises it under torchrun) the call goes right after the
+    last statement that selects, before the first that uses a helper. An import already there
+    gets the names it lacks; nothing is added twice."""
     body = list(module.body)
     wanted = set(names) | ({"ddp_setup"} if setup_call else set())
     at = _companion_line(body)
@@ -226,11 +232,16 @@ def with_companion(module: cst.Module, names: set[str], *, setup_call: bool = Tr
         if at + 1 < len(body):
             after = body[at + 1]
             kept = [line for line in after.leading_lines if line.comment]
-            body[at + 1] = after.with_changes(leading_lines=[cst.EmptyLine(), *kept])
+            blank = [cst.EmptyLine()] * (2 if isinstance(after, (cst.FunctionDef, cst.ClassDef)) else 1)
+            body[at + 1] = after.with_changes(leading_lines=[*blank, *kept])
         if at > 0:
             body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine()])
     if setup_call and not any(_is_setup_call(s) for s in body):
         call = cst.parse_statement(SETUP_CALL + "  # joins the process group under torchrun; a no-op in a plain run\n")
+        selected = selection.after(body, _first_use(body, at + 1), _code_for) if selection is not None else 0
+        if selected > at + 1:  # right below the selection, its neighbours' spacing kept
+            body.insert(selected, call)
+            return module.with_changes(body=body)
         following = body[at + 1] if at + 1 < len(body) else None
         body.insert(at + 1, call.with_changes(leading_lines=[cst.EmptyLine()]))
         if following is not None:
@@ -247,19 +258,28 @@ def _position(body: list) -> int:
     """After the module's last top-level import (imports below a `sys.path` tweak included, so
     that `os` and `torch` exist when `ddp_setup()` runs), but before the first top-level statement
     that uses a helper."""
-    helper_names = set(ORDER)
-    first_use = next(
-        (
-            i
-            for i, stmt in enumerate(body)
-            if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and _names(stmt) & helper_names
-        ),
-        len(body),
-    )
+    first_use = _first_use(body)
     # A line of one import and nothing else, as libcst's AddImportsVisitor counts them: the
     # imports it adds go after the leading block of those (after_leading_imports).
     last_import = max((i for i, s in enumerate(body[:first_use]) if is_single_import(s)), default=-1)
     return max(last_import + 1, after_leading_imports(body))
+
+
+def _first_use(body: list, start: int = 0) -> int:
+    """The index of the first top-level statement from `start` on that uses a helper (len(body): none)."""
+    helper_names = set(ORDER)
+    return next(
+        (
+            i
+            for i, stmt in enumerate(body)
+            if i >= start and not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and _names(stmt) & helper_names
+        ),
+        len(body),
+    )
+
+
+def _code_for(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
 
 
 def _names(node: cst.CSTNode) -> set[str]:

@@ -208,15 +208,7 @@ class DeviceCodemod(MigrationCodemod):
         calls such a function. `is_available()` must then run in the functions that use the
         device, after the selection."""
         selection = self.gpu_selection
-        if selection is None:
-            return False
-        for statement in self._module_node.body:
-            if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-                continue
-            code = self.code_for(statement)
-            if selection.selects(code) and not selection.placeable(code):
-                return True
-        return False
+        return selection is not None and selection.late(self._module_node.body, self.code_for) is not None
 
     def _local_site(self) -> cst.FunctionDef | None:
         """The function that defines the device for a site here, when the module cannot."""

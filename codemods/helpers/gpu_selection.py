@@ -55,6 +55,18 @@ class GpuSelection:
         itself (an `if __name__ == "__main__":` block that selects, then moves a model)."""
         return _calls(code, self.selecting) <= self.pure and _CUDA_WORD.search(_VARIABLE.sub("", code)) is None
 
+    def late(self, body: Sequence[cst.BaseStatement], code_for: Callable[[cst.CSTNode], str]) -> cst.BaseStatement | None:
+        """The first top-level statement of `body` that selects where code placed after it cannot
+        follow (`main()`, which also uses CUDA, or a block that selects and then moves a model);
+        None when there is none."""
+        for statement in body:
+            if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            code = code_for(statement)
+            if self.selects(code) and not self.placeable(code):
+                return statement
+        return None
+
     def after(self, body: Sequence[cst.BaseStatement], limit: int | None, code_for: Callable[[cst.CSTNode], str]) -> int:
         """The index after the last statement of `body[:limit]` that selects (0: none)."""
         for index in reversed(range(len(body) if limit is None else limit)):

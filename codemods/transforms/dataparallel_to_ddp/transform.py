@@ -14,6 +14,8 @@ import libcst as cst
 from codemods.helpers import arguments
 from codemods.helpers import ddp
 from codemods.base import MigrationCodemod
+from codemods.helpers.facts.gpu_selectors import selectors
+from codemods.helpers.gpu_selection import gpu_selection
 from codemods.helpers.names import dotted
 from codemods.helpers.spelling import head, import_forms, retire
 
@@ -21,7 +23,7 @@ from .edits import accepting, helper_call, keep_condition, with_condition, with_
 from .plan import DDPPlan, PlanInputs, plan_module
 from .survey import ModuleSurvey, survey_module
 from .symbols import DATAPARALLEL, DDP, DDP_NAME, DP_ARGS, LAUNCHER, WRAP_WORDS
-from .syntax import creates_directory, references, saved_path
+from .syntax import contains, creates_directory, references, saved_path
 
 
 class DataParallelToDDP(MigrationCodemod):
@@ -106,7 +108,9 @@ class DataParallelToDDP(MigrationCodemod):
     one DataParallel carries `# noqa: TM103` (a half-migrated file would train unsynchronised
     copies), a notebook, and a file beside which a file of the user's is named `ddp_helpers.py`.
     `ddp_setup()` runs right after the imports, so this rank's GPU is current before any tensor is
-    made; under torchrun it silences `print` on the other ranks (`print(..., force=True)` still
+    made (after the script's own GPU selection, `os.environ["CUDA_VISIBLE_DEVICES"] = ...` or a
+    helper that sets it, where it has one at the top; where it selects in `main()` or in a block that
+    also uses CUDA, no call is added and a finding says where to put it); under torchrun it silences `print` on the other ranks (`print(..., force=True)` still
     prints); logging is left as it is.
 
     ## References
@@ -311,14 +315,15 @@ class DataParallelToDDP(MigrationCodemod):
         if len(body) != len(original_node.body.body):
             return updated_node
         indices = self.plan.moved_ifs[original_node]
-        moved = [keep_condition(body[i], updated_node.test).with_changes(leading_lines=[]) for i in indices]
+        # a moved statement keeps the comments above it (they describe the wrap)
+        moved = [keep_condition(body[i], updated_node.test).with_changes(leading_lines=_comments(body[i])) for i in indices]
         kept = [s for i, s in enumerate(body) if i not in indices]
         review = (
             "the wrap no longer sits under the GPU test: under torchrun every process must wrap; a plain run "
             "still uses DataParallel exactly when the test holds (data_parallel=)"
         )
         if not kept:
-            moved[0] = moved[0].with_changes(leading_lines=updated_node.leading_lines)
+            moved[0] = moved[0].with_changes(leading_lines=[*updated_node.leading_lines, *moved[0].leading_lines])
             return self.rewrite(original_node, updated_node, cst.FlattenSentinel(moved), review=review)
         left = updated_node.with_changes(body=updated_node.body.with_changes(body=kept))
         return self.rewrite(original_node, updated_node, cst.FlattenSentinel([left, *moved]), review=review)
@@ -371,7 +376,40 @@ class DataParallelToDDP(MigrationCodemod):
         if not self.plan.restructure or not self.rewrites:
             return updated_node  # (isinstance rewrites need no helpers)
         module = updated_node.with_changes(body=self._merge(list(updated_node.body))) if self.guards else updated_node
-        return ddp.with_companion(module, self.needed)
+        facts = getattr(self.file.facts, "gpu_selectors", frozenset())
+        selection = gpu_selection(self.module_code(original_node), selectors(facts))
+        late = self._selected_late(original_node, selection) if selection is not None else None
+        if late is not None:
+            self.finding(
+                late,
+                "this statement selects the GPU (CUDA_VISIBLE_DEVICES) and also uses CUDA or the model: under "
+                "torchrun `ddp_setup()` initialises CUDA, so it must run after the selection; call `ddp_setup()` "
+                "right after the line that selects (until then the helpers join the process group when first used)",
+            )
+        return ddp.with_companion(module, self.needed, setup_call=late is None, selection=selection)
+
+    def _selected_late(self, module: cst.Module, selection) -> cst.BaseStatement | None:
+        """The top-level statement that selects the GPU where a module-level `ddp_setup()` cannot
+        follow: it also uses CUDA (`main()`, helpers/gpu_selection.py), or wraps the model or shards
+        a loader itself."""
+        late = selection.late(module.body, self.code_for)
+        if late is not None:
+            return late
+        sites = [site.call for site in self.survey.wraps] + list(self.plan.samplers)
+        functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+        reach = {name for name, f in functions.items() if any(contains(f, site) for site in sites)}
+        while more := {n for n, f in functions.items() if n not in reach and any(references(f, r) for r in reach)}:
+            reach |= more  # a function that calls one that wraps, wraps
+        for statement in module.body:
+            if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) or not selection.selects(self.code_for(statement)):
+                continue
+            if any(contains(statement, site) for site in sites) or any(references(statement, r) for r in reach):
+                return statement
+        return None
+
+
+def _comments(statement: cst.BaseStatement) -> list[cst.EmptyLine]:
+    return [line for line in statement.leading_lines if line.comment is not None]
 
 
 def _joined(guard: cst.If, first: list, second: list, leading_lines=None) -> cst.If:
