@@ -20,13 +20,12 @@ needs it asks for the same bytes, whatever order the workers finish in.
 from __future__ import annotations
 
 import ast
-import os
 from functools import lru_cache
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from codemods.engine.writer import TEMP_SUFFIX, _create, _remove
+from codemods.engine.writer import write_new
 from codemods.results import FileResult, Finding, Problem, Status
 
 # module name -> (the codemod that imports it, the runtime module whose text it is)
@@ -97,22 +96,13 @@ def blocked(display: str, name: str) -> bool:
 def create(companion: Needed) -> bool:
     """Write the companion if nothing is there: True if this call made it, False if a file of
     ours already was. Raises FileExistsError when another file took the name meanwhile."""
-    fd, tmp = _create(None, companion.path, f".{companion.path.name}.{os.getpid()}.", TEMP_SUFFIX)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text(companion.name).encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
-        try:
-            os.link(tmp, companion.path)  # never replaces: fails if the name is taken
-        except FileExistsError:
-            if _state(companion.path) == "ours":
-                return False
-            raise
-        return True
-    finally:
-        _remove(None, tmp)
+        write_new(companion.path, text(companion.name).encode("utf-8"))
+    except FileExistsError:
+        if _state(companion.path) == "ours":
+            return False
+        raise
+    return True
 
 
 def _display(result: FileResult, companion: Needed) -> str:

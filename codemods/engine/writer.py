@@ -144,6 +144,21 @@ def write_atomic(path: Path, data: bytes, original: Original | None = None) -> N
     replace_atomically(target, data, prefix, TEMP_SUFFIX, durable=True, prepare=keep_mode_and_owner, expect=original)
 
 
+def write_new(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Create `path` with `data`, whole or not at all, never replacing anything: a complete temp
+    file beside it is linked to the name, which fails with FileExistsError if the name is taken."""
+    fd, tmp = _create(None, path, f".{path.name}.{os.getpid()}.", TEMP_SUFFIX)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.link(tmp, path)
+    finally:
+        _remove(None, tmp)
+
+
 def sweep_temps(folders: Iterable[Path]) -> list[Path]:
     """Remove, from `folders`, the temp files of writes whose process is gone (a run killed
     mid-write); return them. Another name, or a live process's temp file, is left alone."""

@@ -10,7 +10,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codemods.engine.writer import read_only, write_atomic
+from codemods.engine.writer import read_only, write_atomic, write_new
 from codemods.results import Report
 from codemods.verify.model import ERROR, REGRESSIONS, UNCHANGED, VerifyOptions, VerifyReport
 
@@ -91,7 +91,8 @@ def apply_verified(
             False, f"nothing written: {len(edited)} file(s) changed while verifying ({', '.join(sorted(edited)[:5])}); "
             "run again", exit_code=2,
         )  # fmt: skip
-    locked = sorted(rel for rel in files if read_only((project / rel).resolve()))
+    new = {rel for rel in files if report.baseline.get(rel) is None}  # made by the migration (a companion module)
+    locked = sorted(rel for rel in files if rel not in new and read_only((project / rel).resolve()))
     if locked:
         return Applied(False, f"nothing written: {len(locked)} file(s) became read-only while verifying "
                        f"({', '.join(locked[:5])})", exit_code=2)  # fmt: skip
@@ -99,7 +100,10 @@ def apply_verified(
     failed = []
     for rel in sorted(files):
         try:
-            write_atomic(project / rel, files[rel])
+            if rel in new:
+                write_new(project / rel, files[rel])  # never over a file that appeared meanwhile
+            else:
+                write_atomic(project / rel, files[rel])
         except OSError as exc:  # a full disk, a folder made read-only: the other files still get theirs
             failed.append(f"{rel} ({exc.strerror or exc})")
     if failed:

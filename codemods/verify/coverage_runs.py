@@ -112,7 +112,7 @@ class CoverageRuns(Workspace):
             proofs.append("the probe")
         before = self.projects["before"]
         after = self.projects["after"]
-        changed = [f for f in migration.changed if f.path.endswith(".py")]
+        changed = [f for f in migration.changed if f.path.endswith(".py") and (before / f.path).exists()]  # not a new file
         files = []
         for f in changed:
             old = (before / f.path).read_bytes().decode("utf-8", "surrogateescape")

@@ -79,7 +79,7 @@ def diffstat(before: Path, after: Path, paths: Iterable[str]) -> list[FileStat]:
     stats = []
     for rel in sorted(set(paths)):
         try:
-            old = (before / rel).read_text(encoding="utf-8", errors="replace").splitlines()
+            old = _text(before / rel).splitlines()  # a file the migration made (a companion) was empty
             new = (after / rel).read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             continue
@@ -99,9 +99,14 @@ def unified(before: Path, after: Path, paths: Iterable[str]) -> str:
     out = []
     for rel in sorted(set(paths)):
         try:
-            old = (before / rel).read_text(encoding="utf-8", errors="replace")
+            old = _text(before / rel)
             new = (after / rel).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
         out.append(unified_diff(old, new, rel))
     return "".join(out)
+
+
+def _text(path: Path) -> str:
+    """A file's text, empty when the file does not exist (a new file the migration made)."""
+    return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
