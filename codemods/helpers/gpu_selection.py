@@ -17,9 +17,10 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-import libcst as cst
+if TYPE_CHECKING:  # the facts pass imports this module: it must not pay for libcst (tests/test_startup.py)
+    import libcst as cst
 
 _VARIABLE = re.compile(r"\bCUDA_(?:VISIBLE_DEVICES|DEVICE_ORDER)\b")
 _ENVIRONMENT = re.compile(r"\b(?:environ|putenv)\b")
@@ -59,6 +60,8 @@ class GpuSelection:
         """The first top-level statement of `body` that selects where code placed after it cannot
         follow (`main()`, which also uses CUDA, or a block that selects and then moves a model);
         None when there is none."""
+        import libcst as cst  # only the transforms call this; the facts pass must not import libcst
+
         for statement in body:
             if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
                 continue
