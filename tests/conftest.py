@@ -25,8 +25,20 @@ SLOW_FIXTURES = {
     "old_torch_python": "runs code on the cached torch 1.13.1 venv (scripts/old_torch.py), built on first use",
     "hostile_tree": "migrates over a thousand mutated files, in the engine and through the CLI",
 }
+E2E = "runs `verify` end to end: copies, two or three sides of subprocesses importing torch, reruns"
 SLOW_FILES = {
     "test_gpu_check_script.py": "installs the project and torch from wheels into fresh virtualenvs",
+    "test_verify_e2e.py": E2E,
+    "test_verify_smoke.py": E2E,
+    "test_verify_coverage.py": E2E,
+    "test_verify_processes.py": E2E,
+    "test_verify_suites.py": E2E,
+    "test_verify_new_files.py": E2E,
+    "test_verify_versions.py": E2E,
+    "test_batch.py": "batch end to end: clones, migrations, verifications and commits of several repositories",
+    "test_batch_applies_verified.py": "batch end to end with verification",
+    "test_precommit.py": "pre-commit installs the hook into repositories and runs it",
+    "test_packaging.py": "builds the sdist and the wheel and installs them",
 }
 SLOW_TESTS = {  # test function names (every parametrization)
     "test_batch.py::test_dask_cluster_gives_the_same_summary_as_the_local_pool": "starts a Dask cluster",
@@ -42,6 +54,10 @@ SLOW_TESTS = {  # test function names (every parametrization)
         "a verification with its culprit search",
     "test_verify_e2e.py::test_readme_example_is_fixed_by_the_migration": "the README's verify example, end to end",
     "test_hostile.py::test_hostile_corpus_and_notebooks_through_the_cli": "a large hostile run through the CLI",
+    "test_gc_pause.py::test_migrating_files_leaves_no_codemod_checker_or_tree_to_the_cycle_collector":
+        "migrates every fixture while watching the cycle collector",
+    "test_lazy.py::test_every_fixture_runs_the_same_with_lazy_bodies_and_without": "every fixture, twice",
+    "test_pipeline_fixed_point.py::test_a_second_run_over_every_fixture_changes_nothing": "every fixture, twice",
 }
 
 # Equivalence tests parametrized over every fixture and every source file (a shortcut against
