@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
 import warnings
@@ -55,8 +56,11 @@ def ask(python: str, command: str, request: dict, scratch: Path) -> dict:
     """One run of the probe in the old venv: `request` in, its answer out (JSON files)."""
     question, answer = scratch / f"{command}.request.json", scratch / f"{command}.answer.json"
     question.write_text(json.dumps(request))
+    # The companion modules a migration writes beside the files that import them (TM103's
+    # ddp_helpers.py, engine/companions.py) are importable, as they are where a run wrote them.
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "codemods" / "runtime")}
     done = subprocess.run(
-        [python, str(PROBE), command, str(question), str(answer)], capture_output=True, text=True, timeout=600
+        [python, str(PROBE), command, str(question), str(answer)], capture_output=True, text=True, timeout=600, env=env
     )
     assert done.returncode == 0 and answer.exists(), f"the probe failed in the torch 1.13.1 venv:\n{done.stderr[-3000:]}"
     result = json.loads(answer.read_text())
