@@ -189,6 +189,9 @@ def review_repo(repo: Path, extra: list[str]) -> dict:
         if entry.get("error"):
             out["files"].append({"repo": repo.name, "file": rel, "status": "error", "flags": [], "error": entry["error"]})
             continue
+        if not path.exists():  # a new file the migration adds (TM103's ddp_helpers.py): no original to review
+            out["files"].append({"repo": repo.name, "file": rel, "status": "new file", "flags": []})
+            continue
         original = path.read_bytes().decode("utf-8-sig", errors="replace")
         lines = _BREAK.split(original)
         spans = statement_spans(original)
