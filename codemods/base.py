@@ -37,7 +37,7 @@ from codemods.helpers.context import FileContext
 from codemods.helpers.import_edits import ImportItem
 from codemods.helpers.noqa import is_suppressed, silences
 from codemods.helpers.patterns import Words
-from codemods.helpers.scan import Scan, names_taken
+from codemods.helpers.scan import Scan, names_read, names_taken
 from codemods.engine.statement_map import Pruner, prune_visit
 from codemods.engine.traverse import traverse
 from codemods.results import Finding
@@ -176,6 +176,8 @@ class MigrationCodemod(Walk):
         and no other file of the repository imports that name from this one."""
         bound = asname or obj or module.partition(".")[0]
         if bound in self.interface:
+            if bound not in names_read(self.file.facts, self.file.path):
+                self.context.kept.append((module, obj, asname))  # kept for a reader that may not exist: say so
             return
         self.context.removed.append((module, obj, asname))
         if obj is None and asname is not None and "." in module:  # `import a.b as c` is also `from a import b as c`

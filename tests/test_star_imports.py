@@ -286,3 +286,76 @@ def test_names_from_a_star_import_reach_codemods_whose_triggers_read_import_spel
     train = (tmp_path / "train.py").read_text()
     assert 'scaler = torch.amp.GradScaler("cuda", enabled=False)' in train
     assert 'with torch.amp.autocast("cuda", enabled=False):' in train
+
+
+UTILS = "from torch.autograd import Variable\n\n\ndef wrap(x):\n    return Variable(x)\n"
+
+
+def _utils_after(tmp_path: Path, files: dict[str, str]):
+    """Migrate (TM002) a repository whose utils.py stops using Variable: (its text, its report)."""
+    _write(tmp_path, {"utils.py": UTILS, **files})
+    report = api.migrate([str(tmp_path)], api.Options(mode="write", select=("TM002",), cache=False, use_config=False))
+    (utils,) = [f for f in report.files if f.path.endswith("utils.py")]
+    text = (tmp_path / "utils.py").read_text()
+    assert "return x.detach()\n" in text
+    for path in tmp_path.rglob("*.py"):
+        compile(path.read_text(), str(path), "exec")
+    return text, utils
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"train.py": "import utils as u\n\nprint(u.wrap(1))\n"},  # reads one attribute
+        {"train.py": "import utils\n\nprint(getattr(utils, 'wrap')(1), hasattr(utils, 'x'))\n"},
+        {"train.py": "from utils import *\n\nprint(wrap(1))\n"},  # reads by the star what it needs
+        {"train.py": "from utils import *\nfrom torch.autograd import Variable\n\nprint(wrap(Variable(1)))\n"},  # its own
+        {"pkg/__init__.py": "from utils import *\n", "train.py": "from pkg import wrap\n\nprint(wrap(1))\n"},  # passed on
+        {"pkg/__init__.py": "from utils import *\n", "train.py": "import pkg\n\nprint(pkg.wrap(1))\n"},
+    ],
+    ids=["alias-attribute", "getattr-literal", "star-other-name", "star-own-binding", "star-chain-by-name", "star-chain-attribute"],
+)
+def test_an_import_no_other_file_reads_is_retired(tmp_path: Path, files: dict[str, str]) -> None:
+    """Issue 37 §5: other files import the module, and none of them reads `Variable` from it
+    (seq2seq_models.py's `import seq2seq_models as sm`): the unused import goes, without a word."""
+    text, utils = _utils_after(tmp_path, files)
+    assert "import Variable" not in text, text
+    assert not utils.findings
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"train.py": "import utils\n\nprint(utils.Variable(1))\n"},
+        {"train.py": "from utils import *\n\nprint(Variable(1))\n"},
+        {"train.py": "from torch.autograd import Variable\nfrom utils import *\n\nprint(Variable(1))\n"},  # the star's, last
+        {"pkg/__init__.py": "from utils import *\n", "train.py": "from pkg import Variable\n\nprint(Variable)\n"},
+        {"pkg/__init__.py": "from utils import *\n", "train.py": "from pkg import *\n\nprint(Variable)\n"},
+        {"pkg/__init__.py": "from utils import *\n", "train.py": "import pkg.sub\n\nprint(pkg.Variable)\n", "pkg/sub.py": ""},
+    ],
+    ids=["alias-attribute", "star-read", "star-after-own", "star-chain-by-name", "star-chain-star", "dotted-import"],
+)
+def test_an_import_another_file_reads_stays_silently(tmp_path: Path, files: dict[str, str]) -> None:
+    text, utils = _utils_after(tmp_path, files)
+    assert text.startswith("from torch.autograd import Variable\n"), text
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"train.py": "import utils\n\nmodel = utils.__dict__['wrap']\n"},
+        {"train.py": "import utils\n\nmodel = getattr(utils, NAME)\n"},
+        {"train.py": "import utils\n\nregistry = [utils]\n"},
+        {"train.py": "from utils import *\n\nmodel = globals()['wrap']\n"},
+        {"models/__init__.py": "from utils import *\n", "train.py": "import models\n\nnet = models.__dict__[NAME]()\n"},
+    ],
+    ids=["dict", "getattr-name", "module-passed-on", "globals", "mixup-cifar10"],
+)
+def test_an_import_kept_for_a_dynamic_reader_is_reported_on_its_line(tmp_path: Path, files: dict[str, str]) -> None:
+    """A file reads the module's names dynamically (mixup-cifar10's `models.__dict__[name]()`):
+    the import stays, since that may be `Variable`, and a finding on the import's own line
+    says why it stays, instead of leaving an unused import without a word."""
+    text, utils = _utils_after(tmp_path, files)
+    assert text.startswith("from torch.autograd import Variable\n"), text
+    (finding,) = [f for f in utils.findings if "no longer used" in f.message]
+    assert (finding.line, finding.code) == (1, "TM002") and "`Variable`" in finding.message

@@ -72,6 +72,8 @@ class CodemodContext:
     codegen: Callable[[cst.Module], str] | None = None  # the file's engine/codegen.ModuleCode
     added: list[ImportItem] = field(default_factory=list)
     removed: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+    kept: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+    """Imports a removal would have retired but other files of the repository may take."""
 
 
 class _LazyMetadata(Mapping):
@@ -171,6 +173,8 @@ class Walk(_StatementPath, cst.CSTTransformer):
         wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
         with self._resolve(wrapper):
             tree = self._walked = self.transform_module_impl(wrapper.module)
+            if self.context.kept:
+                self._report_kept(tree)
         if self.context.added and self.file.target_torch < NEWEST:
             self.context.added = [item for item in self.context.added if self.available(target_gate.queued_symbol(item))]
         if self.context.added:
@@ -178,6 +182,20 @@ class Walk(_StatementPath, cst.CSTTransformer):
         if self.context.removed:
             tree = UsedNamesRemover(self.context.removed, self.context.codegen).transform(tree)
         return tree
+
+    def _report_kept(self, tree: cst.Module) -> None:
+        """A finding on each import this codemod left unused here and kept for other files, so
+        that a reviewer knows why it stays (and can remove it where nothing takes it)."""
+        remover = UsedNamesRemover(self.context.kept, self.context.codegen)
+        remover.plan(tree)
+        for alias, statement in remover.unused_imports():
+            bound = alias.evaluated_alias or alias.evaluated_name.split(".")[0]
+            self.finding(
+                statement,
+                f"`{bound}` is no longer used in this file; the import stays because other files of the"
+                " repository may take it from this module (a star import, or `import` of the module"
+                " whose attributes they read dynamically): remove it if none does",
+            )
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.imports = Imports.of(tree, self.file)  # with the names star imports and re-exports give it
@@ -189,6 +207,9 @@ class Walk(_StatementPath, cst.CSTTransformer):
             self._tree = self._located = None
 
     def available(self, symbol: str | None) -> bool:  # defined by MigrationCodemod
+        raise NotImplementedError
+
+    def finding(self, node: cst.CSTNode, message: str) -> None:  # defined by MigrationCodemod
         raise NotImplementedError
 
     @contextmanager

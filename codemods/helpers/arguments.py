@@ -137,7 +137,10 @@ def append_args(call: cst.Call, new: list[cst.Arg]) -> cst.Call:
     """`call` with `new` arguments after its last one.
 
     In a call laid out one argument per line with a trailing comma, each new argument gets a
-    line of its own; otherwise they follow on the same line.
+    line of its own; in a call whose arguments are wrapped (a line break after `(` or between
+    two of them) each goes on a line of its own, indented as the wrapped ones are, instead of
+    lengthening the last line (after `(` and a line break, only when one line of them would pass
+    LINE_LENGTH); otherwise they follow on the same line.
     """
     if not new:
         return call
@@ -155,6 +158,12 @@ def append_args(call: cst.Call, new: list[cst.Arg]) -> cst.Call:
     )
     if multiline:
         return _appended(call, new, separator(args[-2].comma))  # newline + the arguments' indentation
+    wrapped = next((a.comma for a in reversed(args[:-1]) if _breaks(a.comma)), None)
+    if wrapped is not None:  # `f(a,\n  b)`: the new ones go under b
+        return _appended(call, new, separator(wrapped))
+    opening = call.whitespace_before_args
+    if isinstance(opening, cst.ParenthesizedWhitespace) and _too_long(opening, [*args, *new]):
+        return _appended(call, new, separator(cst.Comma(whitespace_after=opening)))  # `f(\n    a\n)`: under a
     # The whitespace before `)` (a newline, in a call closed on its own line) moves to the end.
     args[-1] = last.with_changes(
         comma=cst.Comma(whitespace_after=_SPACE), whitespace_after_arg=cst.SimpleWhitespace("")
@@ -191,6 +200,20 @@ def with_args(call: cst.Call, new: list[cst.Arg]) -> cst.Call:
     laid = [a.with_changes(comma=a.comma if _has_comment(a.comma) else between) for a in new[:-1]]
     laid.append(new[-1].with_changes(comma=old[-1].comma, whitespace_after_arg=old[-1].whitespace_after_arg))
     return call.with_changes(args=laid)
+
+
+LINE_LENGTH = 88  # black's: where a line of arguments after `(` + newline would be wrapped
+
+
+def _too_long(opening: cst.ParenthesizedWhitespace, args: list[cst.Arg]) -> bool:
+    """Whether `args` on one line, indented as `opening` indents them, pass LINE_LENGTH."""
+    module = cst.Module([])
+    text = ", ".join(module.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip() for a in args)
+    return len(opening.last_line.value) + len(text) > LINE_LENGTH or "\n" in text
+
+
+def _breaks(comma: cst.Comma | cst.MaybeSentinel) -> bool:
+    return isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace)
 
 
 def separator(comma: cst.Comma) -> cst.Comma:

@@ -65,6 +65,10 @@ class UsedNamesRemover(cst.CSTTransformer):
         self.visit_Module(tree)
         return {id(alias) for alias in self._unused_imports}, set(self._enter)
 
+    def unused_imports(self) -> list[tuple[cst.ImportAlias, cst.Import | cst.ImportFrom]]:
+        """After `plan`: each import alias that goes, with its statement, in source order."""
+        return list(self._unused_imports.items())
+
     def transform(self, tree: cst.Module) -> cst.Module:
         self.visit_Module(tree)
         if not self._unused_imports:

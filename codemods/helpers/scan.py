@@ -318,6 +318,18 @@ def names_taken(facts, path: str) -> frozenset[str]:
     return frozenset(names)
 
 
+def names_read(facts, path: str) -> frozenset[str]:
+    """The part of `names_taken` that other files are known to read by name (`from m import x`,
+    `m.x`, `x` after `from m import *`), rather than perhaps (a dynamic read, `import m` passed
+    around, a file whose reads are not known)."""
+    entries = facts.imported_names if facts is not None else frozenset()
+    if not entries:
+        return frozenset()
+    index = _index(entries)
+    here = os.path.abspath(path)
+    return frozenset(index.taken.get(here, set()) & set(index.exports.get(here, {})))
+
+
 def names_key(facts, path: str) -> str:
     """What of the repository's star imports and re-exports the codemods can read for the file
     at `path` (its own star imports and module spellings, those modules' exports, and the names

@@ -30,6 +30,7 @@ class _Body:
     assignments: dict[str, list[_Assignment]] = field(default_factory=dict)
     backwards: list[tuple[int, cst.BaseExpression]] = field(default_factory=list)
     steps: list[tuple[int, str]] = field(default_factory=list)
+    zeros: list[tuple[int, str]] = field(default_factory=list)  # `x.zero_grad()`: an optimizer's or a model's
 
 
 class _Facts(cst.CSTVisitor):
@@ -91,13 +92,19 @@ class _Facts(cst.CSTVisitor):
         if not name.startswith("torch.optim.") or name.startswith("torch.optim.lr_scheduler."):
             return set()
         found: set[str] = set()
-        for call in _calls(value):
-            func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("parameters", "named_parameters"):
-                receiver = dotted(func.value)
-                if receiver:
-                    found.add(receiver)
-        return found
+        sources: list[cst.CSTNode] = [value]
+        for arg in value.args:  # `params = chain(g.parameters(), e.parameters()); Adam(params)`
+            name = dotted(arg.value) if isinstance(arg.value, (cst.Name, cst.Attribute)) else None
+            for body in self.bodies if name else ():
+                sources += [a.value for a in body.assignments.get(name, ())]
+        for source in sources:
+            for call in _calls(source):
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value in ("parameters", "named_parameters"):
+                    receiver = dotted(func.value)
+                    if receiver:
+                        found.add(receiver)
+        return found or {ANY_MODEL}  # it updates models not known here: any of them
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -114,6 +121,8 @@ class _Facts(cst.CSTVisitor):
             if isinstance(loss, cst.Call) and isinstance(loss.func, cst.Attribute) and loss.func.attr.value == "scale":
                 loss = loss.args[0].value if loss.args else loss  # scaler.scale(loss).backward()
             self.body.backwards.append((self.line(node), loss))
+        elif method == "zero_grad" and receiver:
+            self.body.zeros.append((self.line(node), receiver))
         elif method == "step":
             if receiver in self.optimizers or not node.args:
                 if receiver:
@@ -134,6 +143,7 @@ class _Facts(cst.CSTVisitor):
 
 
 _NO_GRAD = {"torch.no_grad", "torch.inference_mode"}
+ANY_MODEL = "*"  # what an optimizer updates when its parameters' models are not known
 
 _BACKWARD = Words(r"\bbackward\b")
 # Outside the functions that call backward(), what _Facts learns is on lines with these words
@@ -183,7 +193,13 @@ class MissingDetach(MigrationCodemod):
     inputs that no updated model produced, and whose output reaches `loss` without `.detach()` (or
     `torch.no_grad()`) is reported: the generator's output in a discriminator step, the teacher's
     output in distillation. The generator step of a GAN (gradients must flow *through* the
-    discriminator into the generator) is not reported.
+    discriminator into the generator) is not reported. The loss trains the models of every
+    optimizer that steps after it before the next backward() (dualgan's `D_loss.backward();
+    opt_D_A.step(); opt_D_B.step()` trains both); an optimizer whose parameters' models are not
+    known here (built from a name it cannot follow) may train any. A model whose gradients from
+    this loss survive (no `zero_grad()` between) until its own optimizer steps after a later
+    backward() gets a different finding: those gradients are applied with the next loss's, which
+    is intended only if this loss should train it too (bicyclegan's `loss_GE`), or a leak.
 
     ## Why is this bad?
     `backward()` runs through the other model too: wasted time and memory, and its gradients pile
@@ -252,10 +268,13 @@ class MissingDetach(MigrationCodemod):
         reported: set[int] = set()
         for body in facts.done:
             for line, loss in body.backwards:
-                step = next(((l, o) for l, o in sorted(body.steps) if l > line and o in facts.optimizers), None)
-                if step is None:
+                steps = [(l, o) for l, o in sorted(body.steps) if l > line and o in facts.optimizers]
+                if not steps:
                     continue
-                updated = facts.optimizers[step[1]]
+                step = steps[0]
+                after = min((b for b, _ in body.backwards if b > line), default=None)  # the next backward()
+                own = [s for s in steps if after is None or s[0] < after]
+                updated, carried = self._updated(line, own, body, facts), self._updated(line, steps, body, facts)
                 flow = self._flow(loss, line, body, facts, updated, 0)
                 if not flow.trainable:
                     continue
@@ -263,6 +282,18 @@ class MissingDetach(MigrationCodemod):
                     if id(call) in reported:
                         continue
                     reported.add(id(call))
+                    later = next((s for s in steps if model in facts.optimizers[s[1]] or ANY_MODEL in facts.optimizers[s[1]]), None)
+                    if later is not None and (model in carried or ANY_MODEL in carried):
+                        # its gradients survive to its own optimizer's step, after another backward():
+                        # a loss that trains it on purpose (bicyclegan's loss_GE) or a leak
+                        self.finding(
+                            call,
+                            f"`{model}`'s output reaches this loss without `.detach()`, and the gradients it gets here"
+                            f" are applied by `{later[1]}.step()` (line {later[0]}) with those of the next backward():"
+                            f" intended only if this loss should train `{model}` too",
+                            suggestion=f"if it should not: `{self.code_for(call)}.detach()` in this loss",
+                        )
+                        continue
                     self.finding(
                         call,
                         f"`{model}`'s output reaches the loss that `{step[1]}.step()` (line {step[0]}) updates, "
@@ -270,6 +301,18 @@ class MissingDetach(MigrationCodemod):
                         suggestion=f"use `{self.code_for(call)}.detach()` in this loss (or compute it under torch.no_grad())",
                     )
         return False
+
+    @staticmethod
+    def _updated(line: int, steps: list[tuple[int, str]], body: _Body, facts: _Facts) -> set[str]:
+        """The models the backward() on `line` trains: those of every optimizer that steps after
+        it before their gradients are zeroed again (`loss_GE.backward(); optimizer_E.step();
+        ...; optimizer_G.step()` trains G too; dualgan's two steps after one backward both do)."""
+        updated: set[str] = set()
+        for at, optimizer in steps:
+            models = facts.optimizers[optimizer]
+            if not any(line < zero < at and (who == optimizer or who in models) for zero, who in body.zeros):
+                updated |= models
+        return updated
 
     def _backward_bodies(self) -> list[cst.FunctionDef] | None:
         """The functions with a `.backward(` of their own: every statement of them is read (a
@@ -307,7 +350,7 @@ class MissingDetach(MigrationCodemod):
                 inner = _Flow()
                 for arg in node.args:
                     inner = inner | self._flow(arg.value, line, body, facts, updated, depth)
-                if model in updated:
+                if model in updated or ANY_MODEL in updated:
                     return _Flow(True, inner.offenders)
                 if inner.trainable or model in facts.frozen:
                     return inner

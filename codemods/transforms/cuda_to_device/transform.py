@@ -45,6 +45,13 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
       `if __name__ == "__main__":` block, that block and each function using the device define
       it themselves, after the selection (helpers/gpu_selection.py).
 
+    - Code that runs only where CUDA is there is left as it is: under `if cuda:` where `cuda` is
+      only ever a test of CUDA (`cuda = torch.cuda.is_available()`, `args.cuda = not args.no_cuda
+      and torch.cuda.is_available()`), `if torch.cuda.is_available():`, `x.is_cuda`, and the first
+      branch of `a if <such a test> else b`: `.cuda()` cannot fail there, the script already
+      chooses its device, and a `device` beside its own flag would be noise. A tensor's discarded
+      `x.cuda()` there is still a silent bug: it becomes `x = x.cuda()`.
+
     ## Why is this bad?
     `.cuda()` and the `torch.cuda.*Tensor` types crash on a machine without CUDA, so the code (and
     its tests) can only run on a GPU. A discarded `x.cuda()` is a silent bug on top: tensors are not
@@ -107,7 +114,50 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
         self._rebind: dict[int, cst.BaseExpression] = {}  # accepted bare calls -> assignment target
         self._handled: set[int] = set()  # legacy-type references in a position rewritten elsewhere
         self._class_stack: list[str] = []
+        self._guards: list[bool] = []  # per enclosing if-body / conditional-expression body: tests CUDA?
+        self._module = node
+        self._flags: frozenset[str] | None = None  # names and attributes bound to a CUDA test, on demand
         return super().visit_Module(node)
+
+    # -- CUDA guards: code that runs only where CUDA is there ---------------------------------------
+
+    def visit_If_body(self, node: cst.If) -> None:
+        self._guards.append(self._tests_cuda(node.test))
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self._guards.pop()
+
+    def visit_IfExp_body(self, node: cst.IfExp) -> None:
+        self._guards.append(self._tests_cuda(node.test))
+
+    def leave_IfExp_body(self, node: cst.IfExp) -> None:
+        self._guards.pop()
+
+    def _tests_cuda(self, test: cst.BaseExpression) -> bool:
+        """Whether `test` is true only where CUDA is there: `torch.cuda.is_available()`,
+        `torch.cuda.device_count() > 0`, `t.is_cuda`, a name or attribute only ever bound to such
+        a test (`cuda = torch.cuda.is_available()`, `args.cuda = not args.no_cuda and ...`), or an
+        `and` with one of them."""
+        if isinstance(test, cst.BooleanOperation):
+            return isinstance(test.operator, cst.And) and (self._tests_cuda(test.left) or self._tests_cuda(test.right))
+        if isinstance(test, cst.Comparison):
+            return isinstance(test.left, cst.Call) and self.qualified_name(test.left.func) == "torch.cuda.device_count"
+        if isinstance(test, cst.Call):
+            return self.qualified_name(test.func) == "torch.cuda.is_available"
+        if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
+            return True
+        spelled = dotted(test) if isinstance(test, (cst.Name, cst.Attribute)) else None
+        if spelled is None:
+            return False
+        if self._flags is None:
+            self._flags = frozenset()  # while they are found, a flag bound to another is not followed
+            self._flags = _CudaFlags.of(self._module, self._tests_cuda)
+        return spelled in self._flags
+
+    def _cuda_guarded(self) -> bool:
+        """Whether the node being walked runs only where CUDA is there, so `.cuda()` cannot fail
+        there and `.to(device)` would change nothing (the script already chooses its device)."""
+        return any(self._guards)
 
     # -- traversal bookkeeping ----------------------------------------------------------------------
 
@@ -173,6 +223,15 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
         if isinstance(receiver, cst.Call) and dotted(receiver.func) == "super":
             return updated  # the implementation of an overriding `cuda()`
         if arguments.has_star_args(original):
+            return updated
+        if self._cuda_guarded():
+            # `if cuda: model.cuda()` needs no device; a tensor's discarded `.cuda()` is still a
+            # silent bug, fixed where it is: `x = x.cuda()`
+            if id(original) in self._bare and not self._receiver_is_module(receiver):
+                target = self._rebind_target(receiver)
+                if target is not None and self._own_cuda_class(receiver) is None and not self.suppressed(original):
+                    self._rebind[id(original)] = target
+                    return self.rewrite(original, updated, updated)
             return updated
         own = self._own_cuda_class(receiver)
         if own is not None:
@@ -355,8 +414,46 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
         if dtype is None:
             return
         self._handled.add(id(node))
+        if self._cuda_guarded():
+            return  # `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor` works on 2.x too
         self.finding(
             node,
             f"legacy CUDA tensor type `{self.code_for(node)}` used as a value",
             suggestion=f"use dtype=torch.{dtype} and device=device (for a type test: `t.is_cuda and t.dtype == torch.{dtype}`)",
         )
+
+
+class _CudaFlags(cst.CSTVisitor):
+    """The names and attributes (`cuda`, `args.cuda`) that a module binds only to a test of CUDA:
+    every assignment to them is one (`_tests_cuda`), or the literal False."""
+
+    def __init__(self, tests_cuda) -> None:
+        self._tests_cuda = tests_cuda
+        self.bound: dict[str, bool] = {}
+
+    @classmethod
+    def of(cls, module: cst.Module, tests_cuda) -> frozenset[str]:
+        collector = cls(tests_cuda)
+        module.visit(collector)
+        return frozenset(name for name, only in collector.bound.items() if only)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target, None)
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        spelled = dotted(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
+        if spelled is None:
+            return
+        if isinstance(value, cst.IfExp) and isinstance(value.body, cst.Name) and value.body.value == "True":
+            value = value.test  # `cuda = True if torch.cuda.is_available() else False`
+        fits = value is not None and (
+            (isinstance(value, cst.Name) and value.value == "False") or self._tests_cuda(value)
+        )
+        self.bound[spelled] = self.bound.get(spelled, True) and fits

@@ -81,7 +81,10 @@ class LoadWeightsOnly(MigrationCodemod):
     ## Fix safety
     Review. `weights_only=True` is written only where every loaded value is a tensor, a number, a
     string or a container of those, so it loads the same file the same way on every torch that
-    has the keyword. A checkpoint with a NumPy scalar, an `argparse.Namespace` or a project's
+    has the keyword: a load that goes into `load_state_dict`, or of a path (an attribute, a call
+    or a literal, spelled alike; not a local name) that this file's own `torch.save` writes, with
+    or without `open()` around it, only tensors and plain values to (a dataset's processed
+    tensors). A checkpoint with a NumPy scalar, an `argparse.Namespace` or a project's
     own object next to the state dict, a checkpoint saved elsewhere (whose contents this file
     cannot show) and a whole pickled model are never made unsafe: they keep torch's default,
     which is the safe load on torch 2.6 and newer. A call with `pickle_module=` (torch then
@@ -140,7 +143,8 @@ class LoadWeightsOnly(MigrationCodemod):
         if "pickle_module" in bound:
             return Decision(False, "pickle_module= rules out weights_only=True")
         if id(original_node) not in self.flows.feeds:
-            return Decision(False, "nothing shows it is a state dict")
+            weights, why = self.checkpoints.saved_to(bound["f"].arg.value) if "f" in bound else (False, "")
+            return Decision(weights, why or "nothing shows it is a state dict")
         for receiver in self.flows.receivers.get(id(original_node), ()):
             why = self.holders.holds_objects(receiver)
             if why is not None:  # "goes into load_state_dict" is no proof: what that state dict holds is

@@ -28,6 +28,16 @@ _PLAIN_OF_PLAIN = frozenset({"max", "min", "sum", "abs", "round"})  # of plain a
 _LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 
 
+_LEGACY_TYPES = frozenset(
+    f"{kind}Tensor" for kind in ("", "Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")
+)
+
+
+def _code(expr: cst.BaseExpression) -> str:
+    """An expression's code without its layout: what two spellings of one path share."""
+    return "".join(cst.Module([]).code_for_node(expr).split())
+
+
 def _key(expr: cst.BaseExpression) -> str | None:
     value = arguments.literal(expr)
     return value if isinstance(value, str) else None
@@ -57,6 +67,8 @@ class _Checkpoints(cst.CSTVisitor):
         self._plain_names: dict[tuple[int, str], bool] = {}
         self.classes: set[str] = set()  # the classes the module defines
         self.holders: StateHolders | None = None  # whose `state_dict()` may hold objects
+        self.written_to: list[tuple[str, cst.BaseExpression, _Scope]] = []  # (the path's code, obj, scope) per save
+        self._opened: dict[str, str] = {}  # `with open(path, "wb") as f`: f -> the path's code
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.add(node.name.value)
@@ -103,6 +115,28 @@ class _Checkpoints(cst.CSTVisitor):
         elif isinstance(name, cst.Call) and key is not None and self.imports.resolve(name.func) in LOADS:
             self.loads.setdefault(id(name), (self.scope, None, set()))[2].add(key)
 
+    def visit_With(self, node: cst.With) -> None:
+        for item in node.items:
+            call, name = item.item, item.asname.name if item.asname is not None else None
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "open" and call.args:
+                if isinstance(name, cst.Name):
+                    self._opened[name.value] = _code(call.args[0].value)
+
+    def saved_to(self, path: cst.BaseExpression) -> tuple[bool, str]:
+        """For a load of `path`: whether this module's saves to that path (the same expression, or
+        an `open()` of it) write only tensors and plain values (a tuple of tensors: MNIST-M's
+        processed files), and why; (False, "") when no save of this module writes to it."""
+        if isinstance(path, cst.Name):
+            return False, ""  # a local name may mean another path in each function
+        code = _code(path)
+        found = [(obj, scope) for at, obj, scope in self.written_to if at == code]
+        if not found:
+            return False, ""
+        for obj, scope in found:
+            if not self.plain(obj, scope):
+                return False, f"this file's torch.save of that path writes {self.describe(obj)}, not provably tensors and plain values"
+        return True, "this file's torch.save of that path writes only tensors and plain values"
+
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             self._read(node.value, _key(node.slice[0].slice.value))
@@ -115,6 +149,10 @@ class _Checkpoints(cst.CSTVisitor):
             bound = arguments.bind(node, ("obj", "f"))
             if "obj" in bound:
                 self.saves.append((bound["obj"].arg.value, self.scope))
+                path = _code(bound["f"].arg.value) if "f" in bound else None
+                path = self._opened.get(path, path) if path is not None else None
+                if path is not None:
+                    self.written_to.append((path, bound["obj"].arg.value, self.scope))
         if isinstance(func, cst.Name):
             self.calls.setdefault(func.value, []).append((node, self.scope))
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
@@ -239,6 +277,8 @@ class _Checkpoints(cst.CSTVisitor):
                 return all(self.plain(a.value, scope, depth + 1) for a in expr.args)
             qualified = self.imports.resolve(func) or ""
             head, _, rest = qualified.partition(".")
+            if head == "torch" and rest in _LEGACY_TYPES:
+                return True  # torch.ByteTensor(...): a tensor
             return head == "torch" and rest.islower() and "." not in rest  # torch.zeros(...), torch.tensor(...)
         return False
 

@@ -111,6 +111,8 @@ class TensorOrigin:
             return next(o for o in ("computed", "grad_free", "fresh") if o in branches)
         if not isinstance(data, cst.Call):
             return "computed"
+        if dotted(data.func) == "next" and data.args and self._is_loader(data.args[0].value):
+            return "grad_free"  # `imgs = next(iter(val_loader))`: a batch, like a loop's
         if self.qualified_name(data.func) in VARIABLE and data.args:  # `x = Variable(x)`: x's own
             return self._origin(data.args[0].value)
         if dotted(data.func) in self._tensor_types:
@@ -167,13 +169,16 @@ class TensorOrigin:
         return self._origin(value)
 
     def _is_loader(self, iterable: cst.BaseExpression) -> bool:
-        """Whether a loop walks a data loader's batches (through `enumerate`/`tqdm`): a
-        `DataLoader(...)`, a name bound to one, or a name that says it is one (`train_loader`,
-        `self.val_loader`): the batches it collates are new tensors that require no grad."""
+        """Whether a loop walks a data loader's batches (through `enumerate`/`tqdm`/`iter`, or a
+        `zip` of loaders): a `DataLoader(...)`, a name bound to one, or a name that says it is one
+        (`train_loader`, `self.val_loader`): the batches it collates are new tensors that require
+        no grad."""
         while isinstance(iterable, cst.Call) and (dotted(iterable.func) or "").split(".")[-1] in LOOP_WRAPPERS:
             if not iterable.args:
                 return False
             iterable = iterable.args[0].value
+        if isinstance(iterable, cst.Call) and dotted(iterable.func) == "zip":  # batches of several loaders
+            return bool(iterable.args) and all(a.keyword is None and not a.star and self._is_loader(a.value) for a in iterable.args)
         if isinstance(iterable, cst.Call):
             return self.qualified_name(iterable.func) in DATA_LOADERS
         spelled = dotted(iterable)
