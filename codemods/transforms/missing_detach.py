@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 
@@ -31,6 +32,7 @@ class _Body:
     backwards: list[tuple[int, cst.BaseExpression]] = field(default_factory=list)
     steps: list[tuple[int, str]] = field(default_factory=list)
     zeros: list[tuple[int, str]] = field(default_factory=list)  # `x.zero_grad()`: an optimizer's or a model's
+    calls: list[tuple[int, str]] = field(default_factory=list)  # `f()`: a function of the file may zero them
 
 
 class _Facts(cst.CSTVisitor):
@@ -108,6 +110,8 @@ class _Facts(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if isinstance(func, cst.Name):
+            self.body.calls.append((self.line(node), func.value))
         if not isinstance(func, cst.Attribute):
             return
         receiver = dotted(func.value)
@@ -260,6 +264,8 @@ class MissingDetach(MigrationCodemod):
 
     def visit_Module(self, node: cst.Module) -> bool:
         facts = _Facts(self)
+        self._module = node
+        self._zeroing_functions: frozenset[str] | None = None
         whole = self._backward_bodies() if self.walked_lines is not None else None
         if whole is None:
             self.visit_where(node, facts)  # every statement, with cheap positions for `line()`
@@ -274,7 +280,7 @@ class MissingDetach(MigrationCodemod):
                 step = steps[0]
                 after = min((b for b, _ in body.backwards if b > line), default=None)  # the next backward()
                 own = [s for s in steps if after is None or s[0] < after]
-                updated, carried = self._updated(line, own, body, facts), self._updated(line, steps, body, facts)
+                updated, carried = self._updated(line, own, body, facts), self._updated(line, steps, body, facts, self._zeroing())
                 flow = self._flow(loss, line, body, facts, updated, 0)
                 if not flow.trainable:
                     continue
@@ -303,16 +309,34 @@ class MissingDetach(MigrationCodemod):
         return False
 
     @staticmethod
-    def _updated(line: int, steps: list[tuple[int, str]], body: _Body, facts: _Facts) -> set[str]:
+    def _updated(line: int, steps: list[tuple[int, str]], body: _Body, facts: _Facts, zeroing: frozenset[str] = frozenset()) -> set[str]:
         """The models the backward() on `line` trains: those of every optimizer that steps after
         it before their gradients are zeroed again (`loss_GE.backward(); optimizer_E.step();
-        ...; optimizer_G.step()` trains G too; dualgan's two steps after one backward both do)."""
+        ...; optimizer_G.step()` trains G too; dualgan's two steps after one backward both do).
+        A call of one of the file's functions in `zeroing` (`reset_grad()`) zeroes them all."""
         updated: set[str] = set()
         for at, optimizer in steps:
             models = facts.optimizers[optimizer]
-            if not any(line < zero < at and (who == optimizer or who in models) for zero, who in body.zeros):
-                updated |= models
+            if any(line < zero < at and (who == optimizer or who in models) for zero, who in body.zeros):
+                continue
+            if any(line < call < at and name in zeroing for call, name in body.calls):
+                continue
+            updated |= models
         return updated
+
+    def _zeroing(self) -> frozenset[str]:
+        """The functions of this file that call `zero_grad()` (a GAN tutorial's `reset_grad()`)."""
+        if self._zeroing_functions is None:
+            source = self.source if self.source is not None else self.module_code(self._module)
+            found: set[str] = set()
+            if "zero_grad" in source:
+                for node in ast.walk(ast.parse(source)):
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                        isinstance(n, ast.Attribute) and n.attr == "zero_grad" for n in ast.walk(node)
+                    ):
+                        found.add(node.name)
+            self._zeroing_functions = frozenset(found)
+        return self._zeroing_functions
 
     def _backward_bodies(self) -> list[cst.FunctionDef] | None:
         """The functions with a `.backward(` of their own: every statement of them is read (a

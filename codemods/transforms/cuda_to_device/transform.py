@@ -47,9 +47,11 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
 
     - Code that runs only where CUDA is there is left as it is: under `if cuda:` where `cuda` is
       only ever a test of CUDA (`cuda = torch.cuda.is_available()`, `args.cuda = not args.no_cuda
-      and torch.cuda.is_available()`), `if torch.cuda.is_available():`, `x.is_cuda`, and the first
-      branch of `a if <such a test> else b`: `.cuda()` cannot fail there, the script already
-      chooses its device, and a `device` beside its own flag would be noise. A tensor's discarded
+      and torch.cuda.is_available()`), `if torch.cuda.is_available():`, `x.is_cuda`, a parameter
+      by which the function's caller asks for CUDA (`def mnist(cuda=True)`: `if cuda:`), and the
+      first branch of `a if <such a test> else b`: `.cuda()` cannot fail there (or runs at the
+      caller's request), the code already chooses its device, and a `device` beside its own flag
+      would be noise. A tensor's discarded
       `x.cuda()` there is still a silent bug: it becomes `x = x.cuda()`.
 
     ## Why is this bad?
@@ -115,11 +117,21 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
         self._handled: set[int] = set()  # legacy-type references in a position rewritten elsewhere
         self._class_stack: list[str] = []
         self._guards: list[bool] = []  # per enclosing if-body / conditional-expression body: tests CUDA?
+        self._flag_params: list[set[str]] = []  # per enclosing function: its parameters that ask for CUDA
         self._module = node
         self._flags: frozenset[str] | None = None  # names and attributes bound to a CUDA test, on demand
         return super().visit_Module(node)
 
     # -- CUDA guards: code that runs only where CUDA is there ---------------------------------------
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        params = node.params
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        self._flag_params.append({p.name.value for p in every if p.name.value.lower() in _CUDA_FLAG_NAMES})
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        self._flag_params.pop()
+        return updated_node
 
     def visit_If_body(self, node: cst.If) -> None:
         self._guards.append(self._tests_cuda(node.test))
@@ -149,6 +161,8 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
         spelled = dotted(test) if isinstance(test, (cst.Name, cst.Attribute)) else None
         if spelled is None:
             return False
+        if self._flag_params and spelled in self._flag_params[-1]:
+            return True  # `def mnist(cuda=True): ... if cuda: m.cuda()`: the caller asks for CUDA
         if self._flags is None:
             self._flags = frozenset()  # while they are found, a flag bound to another is not followed
             self._flags = _CudaFlags.of(self._module, self._tests_cuda)
@@ -421,6 +435,11 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
             f"legacy CUDA tensor type `{self.code_for(node)}` used as a value",
             suggestion=f"use dtype=torch.{dtype} and device=device (for a type test: `t.is_cuda and t.dtype == torch.{dtype}`)",
         )
+
+
+# Parameters by which a function's caller asks for CUDA (`def build(cuda=True)`): code under
+# `if cuda:` there runs on the caller's request, as the function's contract says.
+_CUDA_FLAG_NAMES = frozenset({"cuda", "use_cuda", "on_cuda", "gpu", "use_gpu", "on_gpu"})
 
 
 class _CudaFlags(cst.CSTVisitor):

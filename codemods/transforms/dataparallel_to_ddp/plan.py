@@ -271,7 +271,8 @@ def _site_review(call: cst.Call, survey: ModuleSurvey, moved_ifs: Mapping[cst.If
         "DataParallel -> DDP scaffolding. `python "
         f"{launch}` runs one process as before (DataParallel over the GPUs when there are several); launch "
         f"`torchrun --nproc_per_node=N {launch}` to train with DDP. batch_size is now per process "
-        "(the global batch is N times larger); only rank 0 prints." + note
+        "(the global batch is N times larger); the builtin print is silenced on ranks other than 0 (logging,"
+        " sys.stdout.write and a `print` the file rebinds still write on every rank)." + note
     )
 
 

@@ -194,7 +194,9 @@ class DataParallelToDDP(MigrationCodemod):
         )
         if not any(n in DATAPARALLEL for n in names) or any(n in DDP for n in names):
             return updated
-        spelled = self.imports.local_name_for(DDP_NAME)
+        spelled = self._beside(kinds.elements if isinstance(kinds, cst.Tuple) else [cst.Element(kinds)])
+        if spelled is None:
+            spelled = self.imports.local_name_for(DDP_NAME)
         if spelled is None:
             spelled = DDP_NAME
             self.add_needed_import("torch")
@@ -206,6 +208,21 @@ class DataParallelToDDP(MigrationCodemod):
             updated.with_changes(args=args),
             review="a DataParallel type test now also accepts DistributedDataParallel",
         )
+
+    def _beside(self, elements) -> str | None:
+        """DistributedDataParallel spelled through the module the type test's own DataParallel is
+        spelled through (`torch.nn.DataParallel` -> `torch.nn.parallel.DistributedDataParallel`),
+        which the test's scope surely binds; None for a bare `DataParallel`."""
+        for element in elements:
+            qualified = self.qualified_name(element.value) or ""
+            if qualified in DATAPARALLEL and isinstance(element.value, cst.Attribute):
+                prefix = self.code_for(element.value.value)
+                module = qualified.rpartition(".")[0]
+                if module == "torch.nn":
+                    return f"{prefix}.parallel.DistributedDataParallel"
+                if module == "torch.nn.parallel":
+                    return f"{prefix}.DistributedDataParallel"
+        return None
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         if not self.plan.restructure or original_node.attr.value != "module":

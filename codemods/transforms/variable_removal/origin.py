@@ -46,6 +46,8 @@ NOT_TENSORS = (
     cst.List, cst.Tuple, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp,
     cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Integer, cst.Float,
 )  # fmt: skip
+# Builtins whose result is a Python number, never a tensor with a graph.
+NUMBERS = frozenset({"len", "int", "float", "round"})
 # What a loop over a data loader may wrap it in, and the loader classes.
 LOOP_WRAPPERS = frozenset({"enumerate", "tqdm", "iter"})
 DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
@@ -57,6 +59,14 @@ KEEPS_GRAD_FREE = frozenset(
     " unsqueeze squeeze contiguous uniform_ normal_ fill_ zero_ random_ bernoulli_ exponential_ t permute"
     " expand expand_as repeat transpose pin_memory narrow select resize_as_".split()
 )
+
+
+def _asks_for_grad(call: cst.Call) -> bool:
+    """Whether the tensor `call` makes may require grad by its own request."""
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "requires_grad_":
+        return not (call.args and arguments.literal(call.args[0].value) is False)
+    wanted = arguments.keyword(call, "requires_grad")
+    return wanted is not None and arguments.literal(wanted.value) is not False
 
 
 class _TensorTypeNames(cst.CSTVisitor):
@@ -101,8 +111,8 @@ class TensorOrigin:
             return "grad_free" if self._origin(data.value) != "computed" else "computed"
         if isinstance(data, (cst.Integer, cst.Float)):
             return "fresh"
-        if isinstance(data, cst.BinaryOperation):  # arithmetic of fresh tensors and numbers
-            fresh = self._origin(data.left) == "fresh" and self._origin(data.right) == "fresh"
+        if isinstance(data, cst.BinaryOperation):  # arithmetic makes a new tensor: of ones free of grad, fresh
+            fresh = self._origin(data.left) != "computed" and self._origin(data.right) != "computed"
             return "fresh" if fresh else "computed"
         if isinstance(data, cst.UnaryOperation):
             return self._origin(data.expression)
@@ -111,6 +121,10 @@ class TensorOrigin:
             return next(o for o in ("computed", "grad_free", "fresh") if o in branches)
         if not isinstance(data, cst.Call):
             return "computed"
+        if _asks_for_grad(data):
+            return "computed"  # `torch.ones(1, requires_grad=True)`, `x.requires_grad_()`: a leaf that requires grad
+        if dotted(data.func) in NUMBERS:
+            return "fresh"  # `len(corpus.dictionary)`: a Python number
         if dotted(data.func) == "next" and data.args and self._is_loader(data.args[0].value):
             return "grad_free"  # `imgs = next(iter(val_loader))`: a batch, like a loop's
         if self.qualified_name(data.func) in VARIABLE and data.args:  # `x = Variable(x)`: x's own
@@ -208,4 +222,4 @@ class TensorOrigin:
         if method in INDEXING_METHODS:
             where = INDEXING_METHODS[method]
             args = [] if where is None else [a for i, a in enumerate(args) if (a.keyword is None and i == where[0]) or (a.keyword is not None and a.keyword.value in where)]
-        return all(arguments.is_literal(arguments.literal(a.value)) or self._origin(a.value) == "fresh" for a in args)
+        return all(arguments.is_literal(arguments.literal(a.value)) or self._origin(a.value) != "computed" for a in args)
