@@ -88,6 +88,8 @@ class MigrationCodemod(Walk):
         super().__init__(context, file)
         self.findings: list[Finding] = []
         self.rewrites = 0
+        self._lines_read: list[str] | None = None
+        self._longest: int | None = None
 
     # -- what to report --------------------------------------------------------------------
 
@@ -108,6 +110,8 @@ class MigrationCodemod(Walk):
             return updated
         if self.file.target_torch < NEWEST and self._held_back(original, replacement):
             return updated
+        if isinstance(original, cst.Call) and isinstance(updated, cst.Call) and isinstance(replacement, cst.Call):
+            replacement = self._fitted(original, updated, replacement)
         self.rewrites += 1
         if review:
             self._record(original, review, kind="review")
@@ -188,6 +192,42 @@ class MigrationCodemod(Walk):
             # the name came by a re-export (`from ..torch_utils import Variable`): that import goes
             source, _, name = spelled.rpartition(".")
             self.context.removed.append((source, name, None if name == bound else bound))
+
+    # -- layout --------------------------------------------------------------------------------
+
+    def _fitted(self, original: cst.Call, updated: cst.Call, replacement: cst.Call) -> cst.Call:
+        """`replacement`, a one-line call that gained arguments after its own (`map_location=`,
+        `weights_only=`, `dtype=`), with the new ones on a line of their own under its `(` when they would
+        take the line past the file's length (the longest line it has, and at least 79)."""
+        kept = len(updated.args)
+        if not kept or len(replacement.args) <= kept:
+            return replacement
+        first, last, column = self.lines(original)
+        text = self._text_lines()
+        if first != last or first > len(text) or "\n" in self.code_for(replacement):
+            return replacement
+        if any(a.keyword is not None and (b.keyword is None or a.keyword.value != b.keyword.value) for a, b in zip(updated.args, replacement.args)):
+            return replacement  # rearranged, not appended to
+        grown = len(text[first - 1].rstrip("\r\n")) - len(self.code_for(original)) + len(self.code_for(replacement))
+        if grown <= max(79, self._longest_line()):
+            return replacement
+        under = column + len(self.code_for(replacement.func)) + len(self.code_for(replacement.whitespace_after_func)) + 1
+        break_ = cst.ParenthesizedWhitespace(indent=False, last_line=cst.SimpleWhitespace(" " * under))
+        args = list(replacement.args)
+        args[kept - 1] = args[kept - 1].with_changes(comma=cst.Comma(whitespace_after=break_))
+        return replacement.with_changes(args=args)
+
+    def _text_lines(self) -> list[str]:
+        """The lines of the text this codemod walks (read once)."""
+        if self._lines_read is None:
+            source = self.source if self.source is not None else (self.module_code(self._tree) if self._tree is not None else "")
+            self._lines_read = source.splitlines()
+        return self._lines_read
+
+    def _longest_line(self) -> int:
+        if self._longest is None:
+            self._longest = max((len(line) for line in self._text_lines()), default=0)
+        return self._longest
 
     # -- positions and surveys ----------------------------------------------------------------
 

@@ -53,8 +53,8 @@ def test_the_noqa_line_is_kept_and_the_next_is_rewritten(source: str, code: str,
     lines = result.code.splitlines()
     kept = next(line for line in lines if f"# noqa: {code}" in line)
     assert old in kept and new not in kept
-    after = lines[lines.index(kept) + 1]
-    assert new in after
+    after = lines[lines.index(kept) + 1 :][:2]  # the next statement: a rewrite may wrap it onto a second line
+    assert new in " ".join(" ".join(after).split())
 
 
 def test_a_noqa_above_the_shift_does_not_protect_a_line_below_it() -> None:
@@ -65,7 +65,7 @@ def test_a_noqa_above_the_shift_does_not_protect_a_line_below_it() -> None:
     )
     result = transform_source(source, ALL)
     assert "y = torch.load('y.pt')  # noqa: TM102" in result.code.replace(", weights_only=False", "")
-    assert result.code.count("torch.load(f, map_location=") == 2
+    assert " ".join(result.code.split()).count("torch.load(f, map_location=") == 2  # wrapped or not
 
 
 SIX_IMPORT_KEPT = '''\

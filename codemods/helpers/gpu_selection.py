@@ -71,11 +71,25 @@ class GpuSelection:
         return None
 
     def after(self, body: Sequence[cst.BaseStatement], limit: int | None, code_for: Callable[[cst.CSTNode], str]) -> int:
-        """The index after the last statement of `body[:limit]` that selects (0: none)."""
-        for index in reversed(range(len(body) if limit is None else limit)):
+        """The index after the last statement of `body[:limit]` that selects (0: none), and after
+        the statements that follow it in the same paragraph (no blank line or comment between)
+        without a word of CUDA: `args.gpu = auto_select_gpu(...)` then `args.ngpu = len(args.gpu)`
+        stay together."""
+        stop = len(body) if limit is None else limit
+        for index in reversed(range(stop)):
             if self.selects(code_for(body[index])):
-                return index + 1
+                end = index + 1
+                while end < stop and _same_paragraph(body[end]) and _CUDA_WORD.search(code_for(body[end])) is None:
+                    end += 1
+                return end
         return 0
+
+
+def _same_paragraph(statement: cst.BaseStatement) -> bool:
+    """A one-line statement right under the one before it (no blank line or comment between)."""
+    import libcst  # loaded already: only the codemods, which walk libcst trees, ask
+
+    return isinstance(statement, libcst.SimpleStatementLine) and not statement.leading_lines
 
 
 def selecting_functions(code: str, tree: ast.Module | None = None) -> dict[str, bool]:

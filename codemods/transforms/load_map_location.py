@@ -46,7 +46,8 @@ class LoadMapLocation(MigrationCodemod):
     import torch
 
     model.load_state_dict(torch.load("model.pt", map_location="cpu"))
-    features = torch.load("features.pt", map_location=None if torch.cuda.is_available() else "cpu")
+    features = torch.load("features.pt",
+                          map_location=None if torch.cuda.is_available() else "cpu")
     ```
 
     ## Fix safety

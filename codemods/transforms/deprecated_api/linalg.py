@@ -61,8 +61,8 @@ class LinalgHandlers:
             return None
         uplo = keyword_arg("UPLO", cst.SimpleString('"U"' if upper else '"L"'))
         matrix = _arg(bound["input"].arg.value)
-        if vectors:
-            return _call(reference(self, "torch.linalg.eigh", self.forms), [matrix, uplo]), None
+        if vectors:  # in the call's own layout (`torch.symeig(\n    m, eigenvectors=True)`)
+            return arguments.with_args(call.with_changes(func=reference(self, "torch.linalg.eigh", self.forms)), [matrix, uplo]), None
         if self.first.get(id(original)) in ("[0]", "eigenvalues"):
             eigvalsh = reference(self, "torch.linalg.eigvalsh", self.forms)
             self.pending[id(original)] = (_call(eigvalsh, [matrix, uplo]), None)
