@@ -197,8 +197,10 @@ class MigrationCodemod(Walk):
 
     def _fitted(self, original: cst.Call, updated: cst.Call, replacement: cst.Call) -> cst.Call:
         """`replacement`, a one-line call that gained arguments after its own (`map_location=`,
-        `weights_only=`, `dtype=`), with the new ones on a line of their own under its `(` when they would
-        take the line past the file's length (the longest line it has, and at least 79)."""
+        `weights_only=`, `dtype=`), with the new ones on a line of their own under its `(` when
+        they would take the line past the file's length (the longest line it has, and at least
+        79), together with the keyword arguments that end the call's own after a positional one
+        (`load(path,\n     map_location="cpu", weights_only=True)`, whichever codemod added which)."""
         kept = len(updated.args)
         if not kept or len(replacement.args) <= kept:
             return replacement
@@ -209,12 +211,19 @@ class MigrationCodemod(Walk):
         if any(a.keyword is not None and (b.keyword is None or a.keyword.value != b.keyword.value) for a, b in zip(updated.args, replacement.args)):
             return replacement  # rearranged, not appended to
         grown = len(text[first - 1].rstrip("\r\n")) - len(self.code_for(original)) + len(self.code_for(replacement))
-        if grown <= max(79, self._longest_line()):
+        limit = max(79, self._longest_line())
+        if grown <= limit:
             return replacement
         under = column + len(self.code_for(replacement.func)) + len(self.code_for(replacement.whitespace_after_func)) + 1
         break_ = cst.ParenthesizedWhitespace(indent=False, last_line=cst.SimpleWhitespace(" " * under))
         args = list(replacement.args)
-        args[kept - 1] = args[kept - 1].with_changes(comma=cst.Comma(whitespace_after=break_))
+        start = kept  # the keywords that end the call's own arguments, after a positional, go down too
+        while start > 0 and args[start - 1].keyword is not None:
+            start -= 1
+        cut = start if 0 < start < kept else kept
+        if cut < kept and under + len(", ".join(self.code_for(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for a in args[cut:])) + 1 > limit:
+            cut = kept  # they would not fit under it: only the new ones go down
+        args[cut - 1] = args[cut - 1].with_changes(comma=cst.Comma(whitespace_after=break_))
         return replacement.with_changes(args=args)
 
     def _text_lines(self) -> list[str]:

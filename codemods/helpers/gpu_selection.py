@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the facts pass imports this module: it must not pay for lib
 _VARIABLE = re.compile(r"\bCUDA_(?:VISIBLE_DEVICES|DEVICE_ORDER)\b")
 _ENVIRONMENT = re.compile(r"\b(?:environ|putenv)\b")
 _CUDA_WORD = re.compile(r"\bcuda\b|\bdevice\b")
+_ASSIGNED = re.compile(r"^[ \t]*([A-Za-z_][\w.]*)[ \t]*=(?!=)", re.MULTILINE)  # `args.gpu = ...`
 
 
 def _direct(code: str) -> bool:
@@ -72,14 +73,20 @@ class GpuSelection:
 
     def after(self, body: Sequence[cst.BaseStatement], limit: int | None, code_for: Callable[[cst.CSTNode], str]) -> int:
         """The index after the last statement of `body[:limit]` that selects (0: none), and after
-        the statements that follow it in the same paragraph (no blank line or comment between)
-        without a word of CUDA: `args.gpu = auto_select_gpu(...)` then `args.ngpu = len(args.gpu)`
-        stay together."""
+        the statements right under it (no blank line or comment between) that read what it
+        assigned, without a word of CUDA: `args.gpu = auto_select_gpu(...)` then
+        `args.ngpu = len(args.gpu)` stay together."""
         stop = len(body) if limit is None else limit
         for index in reversed(range(stop)):
-            if self.selects(code_for(body[index])):
+            code = code_for(body[index])
+            if self.selects(code):
                 end = index + 1
-                while end < stop and _same_paragraph(body[end]) and _CUDA_WORD.search(code_for(body[end])) is None:
+                assigned = _ASSIGNED.search(code)
+                reads = re.compile(rf"\b{re.escape(assigned.group(1))}\b") if assigned else None
+                while end < stop and reads is not None and _same_paragraph(body[end]):
+                    following = code_for(body[end])
+                    if _CUDA_WORD.search(following) is not None or reads.search(following) is None:
+                        break
                     end += 1
                 return end
         return 0
