@@ -300,11 +300,14 @@ class MissingDetach(MigrationCodemod):
                             suggestion=f"if it should not: `{self.code_for(call)}.detach()` in this loss",
                         )
                         continue
+                    suggestion = f"use `{self.code_for(call)}.detach()` in this loss (or compute it under torch.no_grad())"
+                    if "grad(" in self._text():  # a gradient penalty differentiates with respect to it
+                        suggestion += f"; where autograd.grad takes it as an input: `{self.code_for(call)}.detach().requires_grad_()`"
                     self.finding(
                         call,
                         f"`{model}`'s output reaches the loss that `{step[1]}.step()` (line {step[0]}) updates, "
                         f"without `.detach()`: backward() also runs through `{model}` and fills its gradients",
-                        suggestion=f"use `{self.code_for(call)}.detach()` in this loss (or compute it under torch.no_grad())",
+                        suggestion=suggestion,
                     )
         return False
 
@@ -324,10 +327,13 @@ class MissingDetach(MigrationCodemod):
             updated |= models
         return updated
 
+    def _text(self) -> str:
+        return self.source if self.source is not None else self.module_code(self._module)
+
     def _zeroing(self) -> frozenset[str]:
         """The functions of this file that call `zero_grad()` (a GAN tutorial's `reset_grad()`)."""
         if self._zeroing_functions is None:
-            source = self.source if self.source is not None else self.module_code(self._module)
+            source = self._text()
             found: set[str] = set()
             if "zero_grad" in source:
                 for node in ast.walk(ast.parse(source)):

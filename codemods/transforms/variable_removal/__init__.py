@@ -229,6 +229,11 @@ class VariableRemoval(TensorOrigin, Leftovers, MigrationCodemod):
                 receiver = _method(receiver, "detach")
             flag_args = [] if flag is True else [cst.Arg(value=requires_grad.arg.value)]
             replacement = _method(receiver, "requires_grad_", flag_args)
+        if not isinstance(updated_node.whitespace_before_args, cst.ParenthesizedWhitespace):
+            # `Variable(torch.Tensor([[1, 2],\n                         [3, 4]]))`: the rows aligned
+            # under the data's own brackets move left with it
+            width = len(self.code_for(updated_node.func)) + 1 + len(self.code_for(updated_node.whitespace_before_args))
+            replacement = replacement.visit(_Dedent(width))
         if not self.suppressed(original_node):
             self._heads.add((dotted(original_node.func) or "").split(".")[0])
             if volatile is not None and arguments.literal(volatile.arg.value) is not False and not self._no_grad:
@@ -305,3 +310,20 @@ def _has_call(expr: cst.BaseExpression) -> bool:
     finder = _Calls()
     traverse(expr, finder)
     return finder.found
+
+
+class _Dedent(cst.CSTTransformer):
+    """Moves the continuation lines of an expression `width` columns left, where each has that
+    much indentation to give (a line indented less stays as it is)."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.width = width
+
+    def leave_ParenthesizedWhitespace(
+        self, original_node: cst.ParenthesizedWhitespace, updated_node: cst.ParenthesizedWhitespace
+    ) -> cst.ParenthesizedWhitespace:
+        indent = updated_node.last_line.value
+        if len(indent) - len(indent.lstrip(" ")) < self.width:
+            return updated_node
+        return updated_node.with_changes(last_line=cst.SimpleWhitespace(indent[self.width :]))

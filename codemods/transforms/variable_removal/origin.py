@@ -131,6 +131,8 @@ class TensorOrigin:
             return self._origin(data.args[0].value)
         if dotted(data.func) in self._tensor_types:
             return "fresh"
+        if isinstance(data.func, cst.Name) and self._is_transform(data.func.value):
+            return "fresh"  # `transform(Image.open(path))`: a torchvision transform makes a new tensor
         name = self.qualified_name(data.func)
         if name in JOINS and data.args and self._all_fresh(data.args[0].value):
             return "fresh"  # `torch.stack([torch.Tensor([t]) for t in (0, 1)])`
@@ -176,11 +178,26 @@ class TensorOrigin:
         return "grad_free" if anchored else "computed"  # `image = Variable(image)` alone: bound elsewhere
 
     def _value_origin(self, value: cst.CSTNode) -> str:
-        if isinstance(value, cst.For):  # a loop variable: a batch of a data loader, or unknown
-            return "grad_free" if self._is_loader(value.iter) else "computed"
+        if isinstance(value, cst.For):  # a loop variable: a batch of a data loader, a row of one, or unknown
+            return "grad_free" if self._is_loader(value.iter) or self._rows_of_batch(value.iter) else "computed"
         if isinstance(value, NOT_TENSORS):  # `t = [ord(c) for c in s]; t = torch.LongTensor(t)`
             return "grad_free"
         return self._origin(value)
+
+    def _is_transform(self, name: str) -> bool:
+        """Whether `name` is only ever bound to a torchvision transform (`transforms.Compose([...])`),
+        in the function or the module."""
+        values = self._bindings().get(name) or self._global_bindings().get(name) or ()
+        return bool(values) and all(
+            isinstance(v, cst.Call) and (self.qualified_name(v.func) or "").startswith("torchvision.transforms.") for v in values
+        )
+
+    def _rows_of_batch(self, iterable: cst.BaseExpression) -> bool:
+        """Whether a loop walks the rows of parts of a batch (`for a, b in zip(imgs["A"], imgs["B"])`
+        with `imgs` a loader's batch): each row is as free of grad as the batch. Only parts
+        (`imgs["A"]`, `batch.x`): a name may hold a list of tensors that require grad."""
+        parts = [a.value for a in iterable.args] if isinstance(iterable, cst.Call) and dotted(iterable.func) == "zip" else [iterable]
+        return bool(parts) and all(isinstance(p, (cst.Subscript, cst.Attribute)) and self._origin(p) == "grad_free" for p in parts)
 
     def _is_loader(self, iterable: cst.BaseExpression) -> bool:
         """Whether a loop walks a data loader's batches (through `enumerate`/`tqdm`/`iter`, or a
