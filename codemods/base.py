@@ -206,7 +206,14 @@ class MigrationCodemod(Walk):
             return replacement
         first, last, column = self.lines(original)
         text = self._text_lines()
-        if first != last or first > len(text) or "\n" in self.code_for(replacement):
+        if first > len(text):
+            return replacement
+        opening = replacement.whitespace_before_args
+        under = column + len(self.code_for(replacement.func)) + len(self.code_for(replacement.whitespace_after_func)) + 1
+        under += len(opening.value) if isinstance(opening, cst.SimpleWhitespace) else 0  # under the first argument
+        if first != last:  # `load(os.path.join(root,\n               name))`: under the `(`, not after `)`
+            return self._below_one(updated, replacement, under) if kept == 1 else replacement
+        if "\n" in self.code_for(replacement):
             return replacement
         if any(a.keyword is not None and (b.keyword is None or a.keyword.value != b.keyword.value) for a, b in zip(updated.args, replacement.args)):
             return replacement  # rearranged, not appended to
@@ -214,7 +221,6 @@ class MigrationCodemod(Walk):
         limit = max(79, self._longest_line())
         if grown <= limit:
             return replacement
-        under = column + len(self.code_for(replacement.func)) + len(self.code_for(replacement.whitespace_after_func)) + 1
         break_ = cst.ParenthesizedWhitespace(indent=False, last_line=cst.SimpleWhitespace(" " * under))
         args = list(replacement.args)
         start = kept  # the keywords that end the call's own arguments, after a positional, go down too
@@ -224,6 +230,19 @@ class MigrationCodemod(Walk):
         if cut < kept and under + len(", ".join(self.code_for(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for a in args[cut:])) + 1 > limit:
             cut = kept  # they would not fit under it: only the new ones go down
         args[cut - 1] = args[cut - 1].with_changes(comma=cst.Comma(whitespace_after=break_))
+        return replacement.with_changes(args=args)
+
+    @staticmethod
+    def _below_one(updated: cst.Call, replacement: cst.Call, under: int) -> cst.Call:
+        """A call of one argument over several lines, started after its `(`: the new arguments
+        go on a line of their own under the `(` (else they would follow the argument's `)`)."""
+        comma = replacement.args[0].comma
+        if isinstance(updated.whitespace_before_args, cst.ParenthesizedWhitespace) or isinstance(updated.args[0].whitespace_after_arg, cst.ParenthesizedWhitespace):
+            return replacement  # `f(\n    arg\n)` or `)` on a line of its own: laid out already
+        if isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
+            return replacement
+        args = list(replacement.args)
+        args[0] = args[0].with_changes(comma=cst.Comma(whitespace_after=cst.ParenthesizedWhitespace(indent=False, last_line=cst.SimpleWhitespace(" " * under))))
         return replacement.with_changes(args=args)
 
     def _text_lines(self) -> list[str]:
