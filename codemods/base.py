@@ -202,7 +202,7 @@ class MigrationCodemod(Walk):
         79), together with the keyword arguments that end the call's own after a positional one
         (`load(path,\n     map_location="cpu", weights_only=True)`, whichever codemod added which)."""
         kept = len(updated.args)
-        if not kept or len(replacement.args) <= kept:
+        if not kept or len(replacement.args) <= kept or not _same_call(updated, replacement):
             return replacement
         first, last, column = self.lines(original)
         text = self._text_lines()
@@ -374,3 +374,15 @@ class MigrationCodemod(Walk):
                 kind=kind,
             )
         )
+
+
+def _same_call(updated: cst.Call, replacement: cst.Call) -> bool:
+    """Whether `replacement` is `updated` itself, perhaps renamed (`torch.range` -> `torch.arange`,
+    `nn.UpsamplingBilinear2d` -> `nn.Upsample`), not a call it held (`Variable(torch.zeros(...))`
+    -> `torch.zeros(...)`)."""
+    if any(arg.value.deep_equals(replacement) for arg in updated.args):
+        return False
+    old, new = updated.func, replacement.func
+    if isinstance(old, cst.Name) and isinstance(new, cst.Name):
+        return True
+    return isinstance(old, cst.Attribute) and isinstance(new, cst.Attribute) and old.value.deep_equals(new.value)
