@@ -212,7 +212,7 @@ class MigrationCodemod(Walk):
         under = column + len(self.code_for(replacement.func)) + len(self.code_for(replacement.whitespace_after_func)) + 1
         under += len(opening.value) if isinstance(opening, cst.SimpleWhitespace) else 0  # under the first argument
         if first != last:  # `load(os.path.join(root,\n               name))`: under the `(`, not after `)`
-            return self._below_one(updated, replacement, under) if kept == 1 else replacement
+            return self._below_one(updated, replacement, under) if kept == 1 else self._last_line_fitted(updated, replacement, text[last - 1])
         if "\n" in self.code_for(replacement):
             return replacement
         if any(a.keyword is not None and (b.keyword is None or a.keyword.value != b.keyword.value) for a, b in zip(updated.args, replacement.args)):
@@ -230,6 +230,21 @@ class MigrationCodemod(Walk):
         if cut < kept and under + len(", ".join(self.code_for(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for a in args[cut:])) + 1 > limit:
             cut = kept  # they would not fit under it: only the new ones go down
         args[cut - 1] = args[cut - 1].with_changes(comma=cst.Comma(whitespace_after=break_))
+        return replacement.with_changes(args=args)
+
+    def _last_line_fitted(self, updated: cst.Call, replacement: cst.Call, last_line: str) -> cst.Call:
+        """A wrapped call whose new arguments follow its last line: on a line of their own,
+        indented as that line is, when they would take it past the file's length."""
+        kept = len(updated.args)
+        comma = replacement.args[kept - 1].comma
+        if isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
+            return replacement
+        grown = len(last_line.rstrip("\r\n")) + len(self.code_for(replacement)) - len(self.code_for(updated))
+        if grown <= max(79, self._longest_line()):
+            return replacement
+        indent = len(last_line) - len(last_line.lstrip(" "))
+        args = list(replacement.args)
+        args[kept - 1] = args[kept - 1].with_changes(comma=cst.Comma(whitespace_after=cst.ParenthesizedWhitespace(indent=False, last_line=cst.SimpleWhitespace(" " * indent))))
         return replacement.with_changes(args=args)
 
     @staticmethod

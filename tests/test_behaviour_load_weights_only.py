@@ -260,3 +260,43 @@ def test_an_fp16_optimizer_state_is_not_made_weights_only(apex, tmp_path: Path) 
     namespace = {"PATH": str(path)}
     exec(compile(trusted.code, "<restart>", "exec"), namespace)
     assert namespace["result"] == 128.0
+
+
+PROCESSED_CACHE = textwrap.dedent(
+    """
+    import os
+
+    import torch
+
+
+    class Processed:
+        def __init__(self, root):
+            self.root = root
+
+        def process(self, images, labels):
+            training_set = (torch.ByteTensor(images), torch.tensor(labels))
+            with open(os.path.join(self.root, "training.pt"), "wb") as f:
+                torch.save(training_set, f)
+
+        def load(self):
+            return torch.load(os.path.join(self.root, "training.pt"))
+
+
+    def main(root):
+        cache = Processed(root)
+        cache.process([[1, 2], [3, 4]], [0, 1])
+        return cache.load()
+    """
+)
+
+
+def test_a_load_of_a_path_this_file_saves_tensors_to_is_weights_only_and_loads(tmp_path: Path) -> None:
+    """MNIST-M's processed cache (PyTorch-GAN's mnistm.py): the tuple of tensors the class saves
+    is what its load reads back; weights_only=True is written and loads it on this torch."""
+    result = transform_source(PROCESSED_CACHE, [registry.get("TM301")])
+    assert 'torch.load(os.path.join(self.root, "training.pt"), weights_only=True)' in " ".join(result.code.split())
+    assert not [f for f in result.findings if f.kind == "finding"]
+    images, labels = _main(result.code, str(tmp_path))
+    assert images.dtype == torch.uint8 and images.tolist() == [[1, 2], [3, 4]] and labels.tolist() == [0, 1]
+    with_object = PROCESSED_CACHE.replace("torch.tensor(labels))", "torch.tensor(labels), object())")
+    assert "weights_only=True" not in transform_source(with_object, [registry.get("TM301")]).code  # an object: not proven

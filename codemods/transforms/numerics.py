@@ -116,14 +116,52 @@ class Numerics(MigrationCodemod):
             x = self.code_for(inner.left)
         elif isinstance(op, cst.Subtract) and _is_one(inner.left):
             right = inner.right
+            logits = self._sigmoid_of(right)
+            if logits is not None:  # log(1 - sigmoid(d)): log1p does not help near 1; logsigmoid is exact
+                d = self.code_for(logits)
+                self.finding(
+                    node,
+                    f"`{self.code_for(node)}` is -inf once sigmoid({d}) rounds to 1 (from about 17 in float32)"
+                    f" and loses precision before: log(1 - sigmoid({d})) is logsigmoid(-{d}), exact",
+                    suggestion=f"torch.nn.functional.logsigmoid(-{d if _atomic(logits) else f'({d})'})",
+                )
+                return
             x = "-" + (self.code_for(right) if _atomic(right) else f"({self.code_for(right)})")
         else:
             return
+        operand = x.removeprefix("-")
         self.finding(
             node,
-            f"`{self.code_for(node)}` loses precision for small x: 1 + x (or 1 - x) rounds x off before the log",
+            f"`{self.code_for(node)}` loses precision where `{operand}` is small: adding it to 1 rounds it off"
+            " before the log",
             suggestion=f"torch.log1p({x})",
         )
+
+    def _sigmoid_of(self, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+        """`d` where `expr` is `torch.sigmoid(d)`, `F.sigmoid(d)`, `d.sigmoid()` or a name this
+        module binds once, to one of those."""
+        if isinstance(expr, cst.Name):
+            bound = [v for v in self._assignments().get(expr.value, [])]
+            return self._sigmoid_of(bound[0]) if len(bound) == 1 and not isinstance(bound[0], cst.Name) else None
+        if isinstance(expr, cst.Call):
+            if self.qualified_name(expr.func) in ("torch.sigmoid", "torch.nn.functional.sigmoid"):
+                return _single_arg(expr)
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "sigmoid" and not expr.args and self.qualified_name(func) is None:
+                return func.value
+        return None
+
+    def _assignments(self) -> dict[str, list[cst.BaseExpression]]:
+        """Every value the module assigns to each plain name (read once, on the first need)."""
+        if self._bound is None:
+            collector = _Assignments()
+            self._module.visit(collector)
+            self._bound = collector.values
+        return self._bound
+
+    def visit_Module(self, node: cst.Module) -> bool:
+        self._module, self._bound = node, None
+        return True
 
     def _logsumexp(self, node: cst.Call, total: cst.Call) -> None:
         """`log(sum(exp(x), dim, keepdim))` in function or method spellings."""
@@ -169,3 +207,28 @@ class Numerics(MigrationCodemod):
             f"`{self.code_for(node)}` loses precision for small values: exp(x) is near 1 and the subtraction cancels",
             suggestion=f"torch.expm1({self.code_for(x)})",
         )
+
+
+class _Assignments(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.values: dict[str, list[cst.BaseExpression]] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self.values.setdefault(target.target.value, []).append(node.value)
+            else:  # `a, s = ...`: each name it binds, bound to something unknown
+                for name in _names(target.target):
+                    self.values.setdefault(name, []).extend([node.value, node.value])
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name):
+            self.values.setdefault(node.target.value, []).extend([node.value, node.value])
+
+
+def _names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _names(e.value)]
+    return []

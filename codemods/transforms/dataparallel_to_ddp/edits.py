@@ -66,16 +66,8 @@ def with_sampler(
     value = is_none if literal else cst.BooleanOperation(shuffle.arg.value, cst.And(), is_none)
     args = list(call.args)
     args[shuffle.index] = args[shuffle.index].with_changes(value=value)
-    last = args[-1]
     new = arguments.as_keyword(cst.Arg(cst.Name(sampler)), "sampler")
-    if "\n" in cst.Module(body=[]).code_for_node(last.comma) if isinstance(last.comma, cst.Comma) else False:
-        # one argument per line: the new one goes on its own line, after the last
-        between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else last.comma
-        args[-1] = last.with_changes(comma=between)
-        args.append(new.with_changes(comma=last.comma))
-    else:
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        args.append(new)
+    loader = arguments.append_args(call.with_changes(args=args), [new])  # in the call's own layout
     make = cst.SimpleStatementLine(
         body=[
             cst.Assign(
@@ -85,5 +77,5 @@ def with_sampler(
         ],
         leading_lines=updated.leading_lines,
     )
-    line = updated.with_changes(body=[assign.with_changes(value=call.with_changes(args=args))], leading_lines=[])
+    line = updated.with_changes(body=[assign.with_changes(value=loader)], leading_lines=[])
     return make, line

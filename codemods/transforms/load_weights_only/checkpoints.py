@@ -28,6 +28,9 @@ _PLAIN_OF_PLAIN = frozenset({"max", "min", "sum", "abs", "round"})  # of plain a
 _LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 
 
+# torchvision's MNIST family holds its images and labels as tensors (CIFAR's are NumPy arrays).
+_MNIST_DATASETS = frozenset(f"torchvision.datasets.{name}" for name in ("MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST"))
+_MNIST_TENSORS = frozenset({"data", "targets", "train_data", "train_labels", "test_data", "test_labels"})
 _LEGACY_TYPES = frozenset(
     f"{kind}Tensor" for kind in ("", "Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")
 )
@@ -262,6 +265,9 @@ class _Checkpoints(cst.CSTVisitor):
             return all(isinstance(e, cst.DictElement) and self.plain(e.value, scope, depth + 1) for e in expr.elements)
         if isinstance(expr, cst.UnaryOperation):
             return self.plain(expr.expression, scope, depth + 1)
+        if isinstance(expr, cst.Attribute) and expr.attr.value in _MNIST_TENSORS and isinstance(expr.value, cst.Call):
+            # `datasets.MNIST(root, train=True).train_labels`: torchvision keeps these as tensors
+            return (self.imports.resolve(expr.value.func) or "") in _MNIST_DATASETS
         if isinstance(expr, cst.BinaryOperation):
             return self.plain(expr.left, scope, depth + 1) and self.plain(expr.right, scope, depth + 1)
         if isinstance(expr, cst.Call):
