@@ -7,8 +7,9 @@ from typing import Sequence
 import libcst as cst
 
 from codemods.helpers import arguments
-from codemods.base import MigrationCodemod
+from codemods.base import MigrationCodemod, traverse
 from codemods.helpers.arguments import append_args, keyword_arg
+from codemods.helpers.checkpoints import _Checkpoints
 from codemods.helpers.load_flows import LOAD_WORD, Flows
 from codemods.helpers.names import attribute_chain
 
@@ -25,7 +26,10 @@ class LoadMapLocation(MigrationCodemod):
     `torch.load` in the same function), where the tensors are copied into the model's own
     parameters wherever they live, it adds `map_location="cpu"`. Every other load keeps what it
     does on a CUDA machine and only gains the CPU fallback:
-    `map_location=None if torch.cuda.is_available() else "cpu"`.
+    `map_location=None if torch.cuda.is_available() else "cpu"`. A load of a path that this file's
+    own `torch.save` writes only tensors made on the CPU to (a dataset's processed cache:
+    `torch.ByteTensor(array)`, `torch.from_numpy`, factories without `device=`) loads anywhere and
+    is left as it is.
 
     ## Why is this bad?
     Without `map_location`, `torch.load` puts every tensor back on the device it was saved from. A
@@ -68,6 +72,8 @@ class LoadMapLocation(MigrationCodemod):
         self.flows = Flows(self.imports)
         self.visit_where(node, self.flows, LOAD_WORD)
         self._blocks: list[Sequence[cst.BaseStatement]] = [node.body]  # module, then enclosing defs
+        self._module = node
+        self._checkpoints: _Checkpoints | bool | None = None
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
@@ -76,6 +82,17 @@ class LoadMapLocation(MigrationCodemod):
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         self._blocks.pop()
         return updated_node
+
+    def _saved_here_on_cpu(self, path: cst.BaseExpression) -> bool:
+        """Whether this file's own `torch.save` to `path` writes only tensors made on the CPU (a
+        dataset's processed cache): its saves are read with a full walk, once, on the first need,
+        and never where the file may move the default device."""
+        if self._checkpoints is None:
+            text = self.module_code(self._module)
+            self._checkpoints = _Checkpoints(self.imports) if "set_default" not in text else False
+            if self._checkpoints:
+                traverse(self._module, self._checkpoints)
+        return bool(self._checkpoints) and self._checkpoints.saved_on_cpu(path)
 
     def _fallback(self) -> cst.BaseExpression:
         """`None if torch.cuda.is_available() else "cpu"`, queuing `import torch` when no import
@@ -108,6 +125,8 @@ class LoadMapLocation(MigrationCodemod):
             return updated_node
         at = bound["f"].index + 1
         whole_state_dict = id(original_node) in self.flows.feeds and id(original_node) not in self.flows.partial
+        if not whole_state_dict and self._saved_here_on_cpu(bound["f"].arg.value):
+            return updated_node  # what this file saved from the CPU loads anywhere as it is
         if whole_state_dict:
             location: cst.BaseExpression = cst.SimpleString('"cpu"')
             review = 'map_location="cpu": the state dict is copied into the model wherever its parameters are'

@@ -13,8 +13,8 @@ from codemods.helpers import arguments
 from codemods.base import MigrationCodemod
 from codemods.helpers.arguments import append_args, keyword_arg
 from codemods.helpers.load_flows import LOAD_WORD, Flows
-from codemods.transforms.load_weights_only.checkpoints import _Checkpoints
-from codemods.transforms.load_weights_only.state_holders import StateHolders
+from codemods.helpers.checkpoints import _Checkpoints
+from codemods.helpers.state_holders import StateHolders
 from codemods.base import traverse
 
 POSITIONAL = ("f", "map_location", "pickle_module")

@@ -11,7 +11,7 @@ import libcst as cst
 from codemods.gates.load_weights_only import LOADS
 from codemods.helpers import arguments
 from codemods.helpers.names import Imports
-from codemods.transforms.load_weights_only.state_holders import StateHolders
+from codemods.helpers.state_holders import StateHolders
 
 
 # `weights_only=True` unpickles tensors, primitive types and their containers; anything else in
@@ -34,6 +34,10 @@ _MNIST_TENSORS = frozenset({"data", "targets", "train_data", "train_labels", "te
 _LEGACY_TYPES = frozenset(
     f"{kind}Tensor" for kind in ("", "Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")
 )
+
+
+# Factories that make a tensor on the default device from plain data (never given a tensor here).
+_FACTORIES = frozenset({"tensor", "zeros", "ones", "empty", "full", "arange", "eye", "rand", "randn", "randint", "linspace"})
 
 
 def _code(expr: cst.BaseExpression) -> str:
@@ -139,6 +143,41 @@ class _Checkpoints(cst.CSTVisitor):
             if not self.plain(obj, scope):
                 return False, f"this file's torch.save of that path writes {self.describe(obj)}, not provably tensors and plain values"
         return True, "this file's torch.save of that path writes only tensors and plain values"
+
+    def saved_on_cpu(self, path: cst.BaseExpression) -> bool:
+        """Whether this module saves to `path` (as `saved_to` finds its saves) only tensors made on
+        the CPU and plain values: a load of it needs no `map_location` on any machine."""
+        if isinstance(path, cst.Name):
+            return False
+        found = [(obj, scope) for at, obj, scope in self.written_to if at == _code(path)]
+        return bool(found) and all(self.cpu_made(obj, scope) for obj, scope in found)
+
+    def cpu_made(self, expr: cst.BaseExpression, scope: _Scope, depth: int = 0) -> bool:
+        """Whether `expr` is provably plain values and tensors made on the CPU: a legacy CPU type's
+        constructor (`torch.ByteTensor(array)`), `torch.from_numpy`, a factory without `device=`
+        of plain data, the MNIST family's tensors, containers and names of those."""
+        if depth > 6:
+            return False
+        if isinstance(expr, _LITERALS) or (isinstance(expr, cst.Name) and expr.value in ("True", "False", "None")):
+            return True
+        if isinstance(expr, cst.Name):
+            found = self._assignments(scope, expr.value)
+            if found is None or not found[1] or expr.value in found[0].params:
+                return False
+            return all(self.cpu_made(v, found[0], depth + 1) for v in found[1])
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return all(self.cpu_made(e.value, scope, depth + 1) for e in expr.elements)
+        if isinstance(expr, cst.Attribute):
+            return self.plain(expr, scope, depth)  # the MNIST family's tensors (CPU tensors)
+        if not isinstance(expr, cst.Call) or arguments.has_star_args(expr) or arguments.keyword(expr, "device") is not None:
+            return False
+        qualified = self.imports.resolve(expr.func) or ""
+        head, _, rest = qualified.partition(".")
+        if head != "torch":
+            return False
+        if rest in _LEGACY_TYPES or rest == "from_numpy":
+            return True  # a CPU type, or NumPy's memory
+        return rest in _FACTORIES and all(self.cpu_made(a.value, scope, depth + 1) for a in expr.args)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
