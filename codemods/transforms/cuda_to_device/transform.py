@@ -47,8 +47,9 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
 
     - Code that runs only where CUDA is there is left as it is: under `if cuda:` where `cuda` is
       only ever a test of CUDA (`cuda = torch.cuda.is_available()`, `args.cuda = not args.no_cuda
-      and torch.cuda.is_available()`), `if torch.cuda.is_available():`, `x.is_cuda`, a parameter
-      by which the function's caller asks for CUDA (`def mnist(cuda=True)`: `if cuda:`), and the
+      and torch.cuda.is_available()`), `if torch.cuda.is_available():`, `x.is_cuda`, a flag
+      parameter by which a function that uses CUDA by default lets its caller turn it off
+      (`def mnist(cuda=True)`: `if cuda:`; an opt-in `use_cuda=False` is rewritten), and the
       first branch of `a if <such a test> else b`: `.cuda()` cannot fail there (or runs at the
       caller's request), the code already chooses its device, and a `device` beside its own flag
       would be noise. A tensor's discarded
@@ -127,7 +128,7 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         params = node.params
         every = [*params.posonly_params, *params.params, *params.kwonly_params]
-        self._flag_params.append({p.name.value for p in every if p.name.value.lower() in _CUDA_FLAG_NAMES})
+        self._flag_params.append({p.name.value for p in every if p.name.value.lower() in _CUDA_FLAG_NAMES and _is_true(p.default)})
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         self._flag_params.pop()
@@ -437,9 +438,15 @@ class CudaToDevice(ReceiverKinds, DeviceCodemod):
         )
 
 
-# Parameters by which a function's caller asks for CUDA (`def build(cuda=True)`): code under
-# `if cuda:` there runs on the caller's request, as the function's contract says.
+# Parameters by which a function that uses CUDA by default lets its caller turn it off
+# (`def build(cuda=True)`): the function already chooses its device, and the caller's
+# `cuda=False` is its CPU path, so code under `if cuda:` stays. An opt-in flag (`use_cuda=False`)
+# is rewritten as before: its CUDA path then runs on any machine.
 _CUDA_FLAG_NAMES = frozenset({"cuda", "use_cuda", "on_cuda", "gpu", "use_gpu", "on_gpu"})
+
+
+def _is_true(default: cst.BaseExpression | None) -> bool:
+    return isinstance(default, cst.Name) and default.value == "True"
 
 
 class _CudaFlags(cst.CSTVisitor):
