@@ -26,6 +26,8 @@ codemods/engine/walk.py; a codemod never touches the names there that start with
 
 from __future__ import annotations
 
+import re
+
 from functools import cached_property
 from typing import ClassVar, Iterator, Sequence, TypeVar
 
@@ -206,8 +208,8 @@ class MigrationCodemod(Walk):
             return replacement
         first, last, column = self.lines(original)
         text = self._text_lines()
-        if first > len(text):
-            return replacement
+        if first > len(text) or _FSTRING_START.search(text[first - 1][:column]):
+            return replacement  # perhaps inside an f-string, where a line break does not compile
         opening = replacement.whitespace_before_args
         under = column + len(self.code_for(replacement.func)) + len(self.code_for(replacement.whitespace_after_func)) + 1
         under += len(opening.value) if isinstance(opening, cst.SimpleWhitespace) else 0  # under the first argument
@@ -389,6 +391,9 @@ class MigrationCodemod(Walk):
                 kind=kind,
             )
         )
+
+
+_FSTRING_START = re.compile(r"(?<![\w.])[rRbB]?[fF][rRbB]?['\"]")  # f" rf' Fr"... before the call on its line
 
 
 def _same_call(updated: cst.Call, replacement: cst.Call) -> bool:
