@@ -32,8 +32,12 @@ lookups then answer for most patterns in most files before any scan.
 from __future__ import annotations
 
 import re
-from re import _constants as sre
-from re import _parser as sre_parse
+try:  # Python 3.11 and newer: re's own parser
+    from re import _constants as sre
+    from re import _parser as sre_parse
+except ImportError:  # Python 3.10: the same parser under its old, public names
+    import sre_constants as sre  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef]
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Sequence
 
